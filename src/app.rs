@@ -1,0 +1,122 @@
+//! Application state, router assembly and first-run seeding.
+
+use std::sync::{Arc, OnceLock};
+
+use salvo::catch_panic::CatchPanic;
+use salvo::catcher::Catcher;
+use salvo::prelude::*;
+use salvo_oapi::ToSchema;
+use salvo_oapi::endpoint;
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::{AppResult, ErrorBody, write_error};
+use crate::events::EventBus;
+use crate::http::rate_limit::{Limiter, general_limit};
+use crate::http::{InjectState, RequireRole, auth, guard, sse};
+use crate::store::{Store, Tx};
+use crate::users::{Passwords, Role};
+
+pub struct AppState {
+    pub config: Config,
+    pub store: Store,
+    pub bus: EventBus,
+    /// General and per-route request limits.
+    pub limiter: Limiter,
+    /// Failed logins per client IP (the brute-force guard; never disabled).
+    pub login_failures: Limiter,
+    pub passwords: Passwords,
+    pub openapi_json: OnceLock<String>,
+}
+
+impl AppState {
+    /// Runs a change in one write transaction; its events reach the bus only after the commit.
+    pub async fn write<T, F>(&self, f: F) -> AppResult<T>
+    where
+        F: FnOnce(&mut Tx) -> AppResult<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (value, events) = self.store.write(f).await?;
+        self.bus.publish_all(events);
+        Ok(value)
+    }
+}
+
+pub struct App {
+    pub state: Arc<AppState>,
+    pub router: Arc<Router>,
+    /// Set when the first admin was created with a generated password (printed once at start).
+    pub generated_admin_password: Option<String>,
+}
+
+impl App {
+    pub fn service(&self) -> Service {
+        Service::new(self.router.clone())
+            .catcher(Catcher::default().hoop(json_errors))
+            .hoop(CatchPanic::new())
+            .hoop(InjectState(self.state.clone()))
+            .hoop(guard::security_headers)
+            .hoop(guard::client_ip_hoop)
+            .hoop(guard::host_allowlist)
+            .hoop(general_limit)
+    }
+}
+
+/// Opens the database, seeds the first admin and assembles the routes.
+pub async fn build(config: Config) -> Result<App, String> {
+    let store =
+        Store::open(&config.db_path).map_err(|e| format!("cannot open database {}: {e}", config.db_path.display()))?;
+    let passwords = Passwords::new(config.argon2_memory_kib, config.argon2_iterations)?;
+    let state = Arc::new(AppState {
+        config,
+        store,
+        bus: EventBus::new(),
+        limiter: Limiter::default(),
+        login_failures: Limiter::default(),
+        passwords,
+        openapi_json: OnceLock::new(),
+    });
+    let generated_admin_password =
+        crate::users::seed_first_admin(&state).await.map_err(|e| format!("cannot create the first admin: {e}"))?;
+    let router = Router::new().push(Router::with_path("healthz").get(healthz)).push(api_router());
+    let doc = crate::docs::document(&router).to_json().map_err(|e| e.to_string())?;
+    let _ = state.openapi_json.set(doc);
+    Ok(App { state, router: Arc::new(router), generated_admin_password })
+}
+
+fn api_router() -> Router {
+    Router::with_path("api")
+        .hoop(auth::authenticate)
+        .push(crate::users::api::router())
+        .push(crate::audit::api::router())
+        .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
+        .push(Router::with_path("docs").get(crate::docs::serve))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    pub status: &'static str,
+    pub version: &'static str,
+}
+
+/// Liveness probe; no authentication.
+#[endpoint(tags("meta"))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok", version: env!("CARGO_PKG_VERSION") })
+}
+
+/// Turns every error response that has no body yet (unknown route, wrong method, panic…) into the
+/// JSON error shape.
+#[handler]
+async fn json_errors(res: &mut Response, ctrl: &mut FlowCtrl) {
+    let status = res.status_code.unwrap_or(StatusCode::NOT_FOUND);
+    let message = match status {
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::METHOD_NOT_ALLOWED => "Method not allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "Request body too large",
+        StatusCode::INTERNAL_SERVER_ERROR => "Internal server error",
+        other => other.canonical_reason().unwrap_or("Error"),
+    };
+    write_error(res, status, &ErrorBody::new(message));
+    ctrl.skip_rest();
+}

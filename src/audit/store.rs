@@ -1,0 +1,72 @@
+//! Audit rows and their action/actor indexes. Newest first = highest id first.
+
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+
+use super::AuditEvent;
+use crate::store::schema::{AUDIT, AUDIT_BY_ACTION, AUDIT_BY_ACTOR};
+use crate::store::{StoreError, decode, get, put};
+
+pub fn insert(tx: &WriteTransaction, event: &AuditEvent) -> Result<(), StoreError> {
+    put(tx, AUDIT, event.id, event)?;
+    tx.open_table(AUDIT_BY_ACTION)?.insert((event.action.as_str(), event.id), ())?;
+    tx.open_table(AUDIT_BY_ACTOR)?.insert((event.actor.as_str(), event.id), ())?;
+    Ok(())
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub action: Option<String>,
+    pub actor: Option<String>,
+    pub since: Option<i64>,
+    pub until: Option<i64>,
+}
+
+/// Matching events newest first, paged, with the total count of matches. Walks the action or actor
+/// index when one is given, else the table itself, from the newest id down.
+pub fn query(
+    tx: &ReadTransaction,
+    f: &Filter,
+    limit: usize,
+    offset: usize,
+) -> Result<(Vec<AuditEvent>, usize), StoreError> {
+    let table = tx.open_table(AUDIT)?;
+    let ids: Box<dyn Iterator<Item = Result<u64, StoreError>>> = match (&f.action, &f.actor) {
+        (Some(action), _) => Box::new(index_ids(tx, AUDIT_BY_ACTION, action)?.into_iter().map(Ok)),
+        (None, Some(actor)) => Box::new(index_ids(tx, AUDIT_BY_ACTOR, actor)?.into_iter().map(Ok)),
+        (None, None) => Box::new(table.iter()?.rev().map(|r| r.map(|(k, _)| k.value()).map_err(StoreError::from))),
+    };
+    let mut page = Vec::new();
+    let mut total = 0;
+    for id in ids {
+        let Some(event) = get::<AuditEvent>(&table, id?)? else { continue };
+        let matches = f.actor.as_ref().is_none_or(|a| *a == event.actor)
+            && f.since.is_none_or(|s| event.created_at >= s)
+            && f.until.is_none_or(|u| event.created_at <= u);
+        if matches {
+            if total >= offset && page.len() < limit {
+                page.push(event);
+            }
+            total += 1;
+        }
+    }
+    Ok((page, total))
+}
+
+/// Ids under one key of a `(key, id)` index, newest first.
+fn index_ids(
+    tx: &ReadTransaction,
+    index: redb::TableDefinition<'static, (&'static str, u64), ()>,
+    key: &str,
+) -> Result<Vec<u64>, StoreError> {
+    let table = tx.open_table(index)?;
+    let rows = table.range((key, 0)..=(key, u64::MAX))?;
+    let mut ids = rows.map(|r| r.map(|(k, _)| k.value().1)).collect::<Result<Vec<_>, _>>()?;
+    ids.reverse();
+    Ok(ids)
+}
+
+/// All rows decoded (used by tests and retention).
+pub fn all(tx: &ReadTransaction) -> Result<Vec<AuditEvent>, StoreError> {
+    let table = tx.open_table(AUDIT)?;
+    table.iter()?.map(|r| decode(r?.1.value())).collect()
+}

@@ -1,0 +1,207 @@
+//! Every setting is a CLI flag with an environment variable and a documented default (`opsdeck --help`).
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use base64::Engine;
+use clap::Args;
+use clap::builder::BoolishValueParser;
+
+/// Settings as the operator gives them. `Config::validate` turns them into a checked [`Config`].
+#[derive(Args, Clone)]
+pub struct Settings {
+    /// TCP port to listen on.
+    #[arg(long, env = "PORT", default_value_t = 3005)]
+    pub port: u16,
+    /// Address to bind.
+    #[arg(long, env = "HOSTNAME", default_value = "0.0.0.0")]
+    pub hostname: String,
+    /// `production` or `development` (NODE_ENV or SVC_ENV; unset means production).
+    #[arg(long = "env", env = "NODE_ENV")]
+    pub node_env: Option<String>,
+    #[arg(long, env = "SVC_ENV", hide = true)]
+    pub svc_env: Option<String>,
+    /// Directory for the database and backups.
+    #[arg(long, env = "SVC_DATA_DIR", default_value = ".data")]
+    pub data_dir: PathBuf,
+    /// Database file (default: <SVC_DATA_DIR>/svc.db).
+    #[arg(long, env = "SVC_DB_PATH")]
+    pub db_path: Option<PathBuf>,
+    /// Username of the first admin, created only when no user exists.
+    #[arg(long, env = "AUTH_USER", default_value = "admin")]
+    pub auth_user: String,
+    /// Password of the first admin (at least 12 characters). Generated and printed once when unset.
+    #[arg(long, env = "AUTH_PASS")]
+    pub auth_pass: Option<String>,
+    /// Base64 of the first admin's password; overrides AUTH_PASS.
+    #[arg(long, env = "AUTH_PASS_B64")]
+    pub auth_pass_b64: Option<String>,
+    /// Secret for legacy cookies (accepted, not used by this implementation).
+    #[arg(long, env = "AUTH_SECRET", hide = true)]
+    pub auth_secret: Option<String>,
+    /// API key: `x-api-key` or `Authorization: Bearer` grants the `api` admin principal. Empty disables.
+    #[arg(long, env = "API_KEY")]
+    pub api_key: Option<String>,
+    /// Hosts allowed in production: exact names, `*.domain` and prefix wildcards such as `100.*`.
+    #[arg(long, env = "SVC_ALLOWED_HOSTS", default_value = "localhost,127.0.0.1")]
+    pub allowed_hosts: String,
+    /// Allow any Host header, also in production.
+    #[arg(long, env = "SVC_ALLOW_ANY_HOST", default_value = "false", action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub allow_any_host: bool,
+    /// Secure cookie attribute; default true in production.
+    #[arg(long, env = "SVC_COOKIE_SECURE", value_parser = BoolishValueParser::new())]
+    pub cookie_secure: Option<bool>,
+    /// SameSite attribute of the session cookie: strict, lax or none.
+    #[arg(long, env = "SVC_COOKIE_SAMESITE", default_value = "strict")]
+    pub cookie_samesite: String,
+    /// General requests per minute per client IP (0 disables).
+    #[arg(long, env = "SVC_RATE_LIMIT_PER_MINUTE", default_value_t = 100)]
+    pub rate_limit_per_minute: u32,
+    /// Switch off every rate limit except the login brute-force guard.
+    #[arg(long, env = "SVC_DISABLE_RATE_LIMIT", default_value = "false", action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub disable_rate_limit: bool,
+    /// Comma-separated proxy IPs whose X-Forwarded-For / X-Real-IP are honoured.
+    #[arg(long, env = "SVC_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: String,
+    /// Argon2id memory cost in KiB for password hashes.
+    #[arg(long, env = "SVC_ARGON2_MEMORY_KIB", default_value_t = 19456)]
+    pub argon2_memory_kib: u32,
+    /// Argon2id iterations for password hashes.
+    #[arg(long, env = "SVC_ARGON2_ITERATIONS", default_value_t = 2)]
+    pub argon2_iterations: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Production,
+    Development,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SameSite {
+    Strict,
+    Lax,
+    None,
+}
+
+/// The validated configuration the service runs with.
+#[derive(Clone)]
+pub struct Config {
+    pub port: u16,
+    pub hostname: String,
+    pub mode: Mode,
+    pub data_dir: PathBuf,
+    pub db_path: PathBuf,
+    pub admin_user: String,
+    pub admin_pass: Option<String>,
+    pub api_key: Option<String>,
+    pub allowed_hosts: Vec<String>,
+    pub allow_any_host: bool,
+    pub cookie_secure: bool,
+    pub cookie_samesite: SameSite,
+    pub rate_limit_per_minute: u32,
+    pub disable_rate_limit: bool,
+    pub trusted_proxies: Vec<IpAddr>,
+    pub argon2_memory_kib: u32,
+    pub argon2_iterations: u32,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let redact = |s: &Option<String>| s.as_ref().map(|_| "<redacted>");
+        f.debug_struct("Config")
+            .field("port", &self.port)
+            .field("hostname", &self.hostname)
+            .field("mode", &self.mode)
+            .field("db_path", &self.db_path)
+            .field("admin_user", &self.admin_user)
+            .field("admin_pass", &redact(&self.admin_pass))
+            .field("api_key", &redact(&self.api_key))
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("cookie_secure", &self.cookie_secure)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    /// Checks every value and resolves the defaults that depend on others.
+    pub fn validate(self) -> Result<Config, String> {
+        let mode_name = self.svc_env.or(self.node_env).unwrap_or_else(|| "production".into());
+        let mode = match mode_name.to_ascii_lowercase().as_str() {
+            "production" => Mode::Production,
+            "development" | "dev" | "test" => Mode::Development,
+            other => return Err(format!("NODE_ENV: unknown mode '{other}' (use production or development)")),
+        };
+        let cookie_samesite = match self.cookie_samesite.to_ascii_lowercase().as_str() {
+            "strict" => SameSite::Strict,
+            "lax" => SameSite::Lax,
+            "none" => SameSite::None,
+            other => return Err(format!("SVC_COOKIE_SAMESITE: '{other}' is not strict, lax or none")),
+        };
+        let admin_pass = match self.auth_pass_b64.filter(|s| !s.is_empty()) {
+            Some(b64) => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(b64.trim())
+                    .map_err(|e| format!("AUTH_PASS_B64: not valid base64 ({e})"))?;
+                Some(String::from_utf8(bytes).map_err(|_| "AUTH_PASS_B64: not UTF-8 text".to_string())?)
+            }
+            None => self.auth_pass.filter(|s| !s.is_empty()),
+        };
+        if let Some(pass) = &admin_pass
+            && pass.chars().count() < crate::users::MIN_PASSWORD_LEN
+        {
+            return Err("AUTH_PASS: the password must be at least 12 characters".into());
+        }
+        let trusted_proxies = split_list(&self.trusted_proxies)
+            .map(|s| s.parse::<IpAddr>().map_err(|_| format!("SVC_TRUSTED_PROXIES: '{s}' is not an IP address")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.argon2_memory_kib < 8 || self.argon2_iterations == 0 {
+            return Err("SVC_ARGON2_MEMORY_KIB must be at least 8 and SVC_ARGON2_ITERATIONS at least 1".into());
+        }
+        let db_path = self.db_path.unwrap_or_else(|| self.data_dir.join("svc.db"));
+        Ok(Config {
+            port: self.port,
+            hostname: self.hostname,
+            mode,
+            data_dir: self.data_dir,
+            db_path,
+            admin_user: self.auth_user,
+            admin_pass,
+            api_key: self.api_key.filter(|k| !k.is_empty()),
+            allowed_hosts: split_list(&self.allowed_hosts).map(|s| s.to_ascii_lowercase()).collect(),
+            allow_any_host: self.allow_any_host,
+            cookie_secure: self.cookie_secure.unwrap_or(mode == Mode::Production),
+            cookie_samesite,
+            rate_limit_per_minute: self.rate_limit_per_minute,
+            disable_rate_limit: self.disable_rate_limit,
+            trusted_proxies,
+            argon2_memory_kib: self.argon2_memory_kib,
+            argon2_iterations: self.argon2_iterations,
+        })
+    }
+}
+
+fn split_list(s: &str) -> impl Iterator<Item = &str> {
+    s.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+#[derive(clap::Parser)]
+#[command(name = "opsdeck")]
+struct SettingsOnly {
+    #[command(flatten)]
+    settings: Settings,
+}
+
+impl Settings {
+    /// Parses settings from explicit arguments (flags win over environment variables), e.g. for tests.
+    pub fn from_args<I, T>(args: I) -> Result<Self, String>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::Parser;
+        let argv = std::iter::once(std::ffi::OsString::from("opsdeck")).chain(args.into_iter().map(Into::into));
+        SettingsOnly::try_parse_from(argv).map(|s| s.settings).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,67 @@
+//! Every table of the database, in one place. Record tables map a per-table u64 id to a versioned
+//! MessagePack value (see `codec.rs`); index tables are maintained in the same write transaction.
+
+use redb::{ReadTransaction, TableDefinition, TableError, WriteTransaction};
+
+/// Record table: id → encoded value.
+pub type Records = TableDefinition<'static, u64, &'static [u8]>;
+
+macro_rules! tables {
+    ($($(#[$doc:meta])* $name:ident: $k:ty => $v:ty = $s:literal;)*) => {
+        $( $(#[$doc])* pub const $name: TableDefinition<'static, $k, $v> = TableDefinition::new($s); )*
+
+        /// Names of every table, as stored in the file.
+        pub const ALL_TABLES: &[&str] = &[$($s),*];
+
+        /// Creates every table so readers never meet a missing one.
+        pub fn create_all(tx: &WriteTransaction) -> Result<(), TableError> {
+            $( tx.open_table($name)?; )*
+            Ok(())
+        }
+
+        /// Copies every table of a read snapshot into another database's write transaction.
+        pub fn copy_all(src: &ReadTransaction, dst: &WriteTransaction) -> Result<(), redb::Error> {
+            use redb::ReadableTable;
+            $(
+                {
+                    let from = src.open_table($name)?;
+                    let mut to = dst.open_table($name)?;
+                    for row in from.iter()? {
+                        let (k, v) = row?;
+                        to.insert(k.value(), v.value())?;
+                    }
+                }
+            )*
+            Ok(())
+        }
+    };
+}
+
+tables! {
+    /// Small named values: schema version and the like.
+    META: &str => &[u8] = "meta";
+    /// Next id per record table.
+    COUNTERS: &str => u64 = "counters";
+
+    USERS: u64 => &[u8] = "users";
+    /// Unique index: lower-cased username → user id.
+    USERS_BY_NAME: &str => u64 = "users_by_name";
+    /// Login sessions keyed by the SHA-256 hex of the cookie token (the token itself is never stored).
+    SESSIONS: &str => &[u8] = "sessions";
+    /// (user id, token hash) → (): lets a user's sessions be destroyed at once.
+    SESSIONS_BY_USER: (u64, &str) => () = "sessions_by_user";
+
+    ACCESS_REQUESTS: u64 => &[u8] = "access_requests";
+    /// Unique index: lower-cased e-mail → access request id.
+    ACCESS_REQUESTS_BY_EMAIL: &str => u64 = "access_requests_by_email";
+
+    /// Audit events; ids grow with time, so id order is time order.
+    AUDIT: u64 => &[u8] = "audit";
+    /// (action, id) → (): audit filtered by action.
+    AUDIT_BY_ACTION: (&str, u64) => () = "audit_by_action";
+    /// (actor, id) → (): audit filtered by actor.
+    AUDIT_BY_ACTOR: (&str, u64) => () = "audit_by_actor";
+
+    /// Activity feed; ids grow with time.
+    ACTIVITIES: u64 => &[u8] = "activities";
+}

@@ -1,0 +1,9 @@
+//! One integration-test binary: every module talks HTTP to the real server on 127.0.0.1:0.
+
+mod helpers;
+
+mod audit;
+mod auth;
+mod events;
+mod http_core;
+mod users;
