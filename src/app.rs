@@ -89,6 +89,9 @@ fn api_router() -> Router {
         .hoop(auth::authenticate)
         .push(crate::users::api::router())
         .push(crate::audit::api::router())
+        .push(crate::tasks::api::router())
+        .push(crate::tasks::quality::router())
+        .push(crate::notifications::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))
 }

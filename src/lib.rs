@@ -8,7 +8,9 @@ pub mod docs;
 pub mod error;
 pub mod events;
 pub mod http;
+pub mod notifications;
 pub mod store;
+pub mod tasks;
 pub mod users;
 
 use std::future::Future;
