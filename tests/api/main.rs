@@ -6,4 +6,6 @@ mod audit;
 mod auth;
 mod events;
 mod http_core;
+mod notifications;
+mod tasks;
 mod users;
