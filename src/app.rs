@@ -27,6 +27,12 @@ pub struct AppState {
     pub login_failures: Limiter,
     pub passwords: Passwords,
     pub openapi_json: OnceLock<String>,
+    /// Outbound HTTP (webhooks, gateways): 10 s timeout, no redirects.
+    pub http: reqwest::Client,
+    /// Wakes the webhook sender after a commit that queued deliveries.
+    pub webhook_wake: Arc<tokio::sync::Notify>,
+    /// (action, client) → last time a rate-limited security event was fired.
+    pub security_events: Limiter,
 }
 
 impl AppState {
@@ -36,8 +42,11 @@ impl AppState {
         F: FnOnce(&mut Tx) -> AppResult<T> + Send + 'static,
         T: Send + 'static,
     {
-        let (value, events) = self.store.write(f).await?;
-        self.bus.publish_all(events);
+        let (value, committed) = self.store.write(f).await?;
+        self.bus.publish_all(committed.events);
+        if committed.queued_deliveries {
+            self.webhook_wake.notify_one();
+        }
         Ok(value)
     }
 }
@@ -75,7 +84,11 @@ pub async fn build(config: Config) -> Result<App, String> {
         login_failures: Limiter::default(),
         passwords,
         openapi_json: OnceLock::new(),
+        http: crate::webhooks::delivery::http_client()?,
+        webhook_wake: Arc::new(tokio::sync::Notify::new()),
+        security_events: Limiter::default(),
     });
+    crate::webhooks::delivery::spawn_worker(&state);
     let generated_admin_password =
         crate::users::seed_first_admin(&state).await.map_err(|e| format!("cannot create the first admin: {e}"))?;
     let router = Router::new().push(Router::with_path("healthz").get(healthz)).push(api_router());
@@ -92,6 +105,7 @@ fn api_router() -> Router {
         .push(crate::tasks::api::router())
         .push(crate::tasks::quality::router())
         .push(crate::notifications::api::router())
+        .push(crate::webhooks::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))
 }

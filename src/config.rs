@@ -64,6 +64,9 @@ pub struct Settings {
     /// Comma-separated proxy IPs whose X-Forwarded-For / X-Real-IP are honoured.
     #[arg(long, env = "SVC_TRUSTED_PROXIES", default_value = "")]
     pub trusted_proxies: String,
+    /// Consecutive failed deliveries after which a webhook's circuit opens.
+    #[arg(long, env = "SVC_WEBHOOK_MAX_RETRIES", default_value_t = 5)]
+    pub webhook_max_retries: u32,
     /// Reviewer whose approval lets a task move to `done`.
     #[arg(long, env = "SVC_QUALITY_REVIEWER", default_value = "aegis")]
     pub quality_reviewer: String,
@@ -109,6 +112,7 @@ pub struct Config {
     pub argon2_memory_kib: u32,
     pub argon2_iterations: u32,
     pub quality_reviewer: String,
+    pub webhook_max_retries: u32,
 }
 
 impl fmt::Debug for Config {
@@ -183,6 +187,7 @@ impl Settings {
             argon2_memory_kib: self.argon2_memory_kib,
             argon2_iterations: self.argon2_iterations,
             quality_reviewer: self.quality_reviewer,
+            webhook_max_retries: self.webhook_max_retries.max(1),
         })
     }
 }

@@ -12,6 +12,7 @@ pub mod notifications;
 pub mod store;
 pub mod tasks;
 pub mod users;
+pub mod webhooks;
 
 use std::future::Future;
 use std::time::Duration;

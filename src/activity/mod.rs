@@ -42,6 +42,8 @@ pub fn record(tx: &mut Tx, new: NewActivity<'_>) -> Result<Activity, StoreError>
         created_at: now_secs(),
     };
     put(tx, ACTIVITIES, activity.id, &activity)?;
-    tx.emit("activity.created", serde_json::to_value(&activity).unwrap_or_default());
+    let json = serde_json::to_value(&activity).unwrap_or_default();
+    crate::webhooks::fire(tx, &format!("activity.{}", activity.kind), &json)?;
+    tx.emit("activity.created", json);
     Ok(activity)
 }

@@ -10,6 +10,8 @@ use crate::error::{AppError, AppResult};
 use crate::users::{self, Role};
 
 pub const SESSION_COOKIE: &str = "svc-session";
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+const MINUTE: std::time::Duration = std::time::Duration::from_secs(60);
 const PRINCIPAL: &str = "principal";
 
 /// Who is calling. The API key is the `api` admin with id 0.
@@ -64,9 +66,16 @@ pub async fn authenticate(req: &mut Request, depot: &mut Depot, res: &mut Respon
         }
         if found.is_none()
             && let (Some(expected), Some(given)) = (&state.config.api_key, presented_api_key(req))
-            && bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
         {
-            found = Some(Principal::api_key());
+            let ip = super::client_ip(depot).to_string();
+            if bool::from(expected.as_bytes().ct_eq(given.as_bytes())) {
+                found = Some(Principal::api_key());
+                let data = serde_json::json!({"ip_address": ip, "path": req.uri().path()});
+                crate::webhooks::fire_security(&state, "api_key_used", &ip, HOUR, data).await;
+            } else {
+                let data = serde_json::json!({"reason": "invalid API key", "ip_address": ip, "path": req.uri().path()});
+                crate::webhooks::fire_security(&state, "unauthorized_access", &ip, MINUTE, data).await;
+            }
         }
         guard::check_csrf(req, found.as_ref().is_some_and(Principal::via_api_key))?;
         Ok::<_, AppError>(found)
@@ -101,6 +110,15 @@ impl RequireRole {
 impl Handler for RequireRole {
     async fn handle(&self, req: &mut Request, depot: &mut Depot, res: &mut Response, ctrl: &mut FlowCtrl) {
         if let Err(e) = self.check(depot) {
+            if let (AppError::Forbidden(_), Some(who), Ok(state)) = (&e, principal(depot), app(depot)) {
+                let data = serde_json::json!({
+                    "reason": "insufficient role", "username": who.username, "role": who.role,
+                    "required_role": self.0, "method": req.method().as_str(), "path": req.uri().path(),
+                    "ip_address": super::client_ip(depot).to_string(),
+                });
+                let key = format!("{}:{}", who.username, req.uri().path());
+                crate::webhooks::fire_security(&state, "unauthorized_access", &key, MINUTE, data).await;
+            }
             e.write(req, depot, res).await;
             ctrl.skip_rest();
         }

@@ -47,6 +47,8 @@ pub fn notify(tx: &mut Tx, new: NewNotification<'_>) -> Result<Notification, Sto
         created_at: now_secs(),
     };
     store::insert(tx, &n)?;
-    tx.emit("notification.created", serde_json::to_value(&n).unwrap_or_default());
+    let json = serde_json::to_value(&n).unwrap_or_default();
+    crate::webhooks::fire(tx, &format!("notification.{}", n.kind), &json)?;
+    tx.emit("notification.created", json);
     Ok(n)
 }

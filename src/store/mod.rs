@@ -36,10 +36,19 @@ pub struct PendingEvent {
     pub data: serde_json::Value,
 }
 
+/// What a committed change implies beyond its rows.
+#[derive(Debug, Default)]
+pub struct Committed {
+    pub events: Vec<PendingEvent>,
+    pub queued_deliveries: bool,
+}
+
 /// A write transaction plus the events its change implies.
 pub struct Tx {
     pub txn: WriteTransaction,
     pub events: Vec<PendingEvent>,
+    /// Set when the change queued webhook deliveries: the sender is woken after the commit.
+    pub queued_deliveries: bool,
 }
 
 impl Tx {
@@ -95,7 +104,7 @@ impl Store {
 
     /// Runs `f` in one write transaction, off the async runtime; commits (durably) only when `f`
     /// succeeds and returns the events the change produced.
-    pub async fn write<T, E, F>(&self, f: F) -> Result<(T, Vec<PendingEvent>), E>
+    pub async fn write<T, E, F>(&self, f: F) -> Result<(T, Committed), E>
     where
         F: FnOnce(&mut Tx) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
@@ -104,11 +113,11 @@ impl Store {
         let db = self.db.clone();
         tokio::task::spawn_blocking(move || {
             let txn = db.begin_write().map_err(StoreError::from)?;
-            let mut tx = Tx { txn, events: Vec::new() };
+            let mut tx = Tx { txn, events: Vec::new(), queued_deliveries: false };
             let value = f(&mut tx)?; // dropping an uncommitted transaction aborts it
-            let Tx { txn, events } = tx;
+            let Tx { txn, events, queued_deliveries } = tx;
             txn.commit().map_err(StoreError::from)?;
-            Ok((value, events))
+            Ok((value, Committed { events, queued_deliveries }))
         })
         .await
         .map_err(|e| StoreError::Join(e.to_string()))?

@@ -90,4 +90,14 @@ tables! {
     NOTIFICATIONS_BY_RECIPIENT: (&str, u64) => () = "notifications_by_recipient";
     /// (recipient, id) → () for notifications not yet read.
     NOTIFICATIONS_UNREAD: (&str, u64) => () = "notifications_unread";
+
+    // webhooks
+    WEBHOOKS: u64 => &[u8] = "webhooks";
+    WEBHOOK_DELIVERIES: u64 => &[u8] = "webhook_deliveries";
+    /// (webhook id, delivery id) → ().
+    WEBHOOK_DELIVERIES_BY_WEBHOOK: (u64, u64) => () = "webhook_deliveries_by_webhook";
+    /// The durable outbox: (due at ms, delivery id) → () for attempts not yet made.
+    WEBHOOK_OUTBOX: (u64, u64) => () = "webhook_outbox";
+    /// (webhook id, delivery id) → (): attempts held while the webhook's circuit is open.
+    WEBHOOK_HELD: (u64, u64) => () = "webhook_held";
 }

@@ -89,6 +89,8 @@ pub async fn login(req: &mut Request, depot: &mut Depot, res: &mut Response) -> 
                 entry.actor = actor.clone();
                 entry.ip_address = Some(ip.to_string());
                 audit::record(tx, entry)?;
+                let data = json!({"username": actor, "ip_address": ip.to_string()});
+                crate::webhooks::fire(tx, "security.login_failed", &data)?;
                 Ok::<_, AppError>(())
             })
             .await?;
@@ -116,6 +118,8 @@ pub async fn login(req: &mut Request, depot: &mut Depot, res: &mut Response) -> 
                     ip_address: Some(ip.to_string()),
                 },
             )?;
+            let data = json!({"user_id": user.id, "username": user.username, "ip_address": ip.to_string()});
+            crate::webhooks::fire(tx, "security.login_success", &data)?;
             activity::record(
                 tx,
                 NewActivity {
@@ -287,6 +291,9 @@ pub async fn update_user(req: &mut Request, depot: &mut Depot) -> AppResult<Json
                     return Err(AppError::BadRequest("Cannot remove the last admin".into()));
                 }
                 changed.push(json!({"field": "role", "before": user.role, "after": role}));
+                let data = json!({"user_id": user.id, "username": user.username, "previous_role": user.role,
+                                  "role": role, "changed_by": who.username});
+                crate::webhooks::fire(tx, "security.role_changed", &data)?;
                 user.role = role;
             }
             if let Some(name) = display_name {

@@ -69,6 +69,11 @@ impl Reply {
 
 /// Default test settings; `extra` flags are appended and win.
 pub async fn spawn_app_with(extra: &[&str]) -> TestApp {
+    try_spawn_app_with(extra).await.expect("app builds")
+}
+
+/// Like [`spawn_app_with`], but a database that cannot be opened (still held by a stopping app) is an error.
+pub async fn try_spawn_app_with(extra: &[&str]) -> Result<TestApp, String> {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().to_string_lossy().to_string();
     let defaults = [
@@ -93,7 +98,7 @@ pub async fn spawn_app_with(extra: &[&str]) -> TestApp {
         args.push(value.to_string());
     }
     let config = Settings::from_args(args).expect("settings").validate().expect("valid config");
-    let app = opsdeck::build(config).await.expect("app builds");
+    let app = opsdeck::build(config).await?;
     let state = app.state.clone();
     let (acceptor, addr) = opsdeck::bind("127.0.0.1", 0).await.expect("bind");
     let (tx, rx) = oneshot::channel::<()>();
@@ -101,7 +106,7 @@ pub async fn spawn_app_with(extra: &[&str]) -> TestApp {
         let _ = rx.await;
     }));
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-    TestApp { addr, state, client, _dir: dir, shutdown: Some(tx) }
+    Ok(TestApp { addr, state, client, _dir: dir, shutdown: Some(tx) })
 }
 
 pub async fn spawn_app() -> TestApp {

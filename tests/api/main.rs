@@ -7,5 +7,7 @@ mod auth;
 mod events;
 mod http_core;
 mod notifications;
+mod receiver;
 mod tasks;
 mod users;
+mod webhooks;
