@@ -89,6 +89,7 @@ fn api_router() -> Router {
         .hoop(auth::authenticate)
         .push(crate::users::api::router())
         .push(crate::audit::api::router())
+        .push(crate::agents::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))
 }

@@ -1,6 +1,7 @@
 //! OpsDeck: a self-hosted control plane for fleets of AI agents.
 
 pub mod activity;
+pub mod agents;
 pub mod app;
 pub mod audit;
 pub mod config;
@@ -9,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod store;
+pub mod tasks;
 pub mod users;
 
 use std::future::Future;
