@@ -64,6 +64,9 @@ pub struct Settings {
     /// Comma-separated proxy IPs whose X-Forwarded-For / X-Real-IP are honoured.
     #[arg(long, env = "SVC_TRUSTED_PROXIES", default_value = "")]
     pub trusted_proxies: String,
+    /// Reviewer whose approval lets a task move to `done`.
+    #[arg(long, env = "SVC_QUALITY_REVIEWER", default_value = "aegis")]
+    pub quality_reviewer: String,
     /// Argon2id memory cost in KiB for password hashes.
     #[arg(long, env = "SVC_ARGON2_MEMORY_KIB", default_value_t = 19456)]
     pub argon2_memory_kib: u32,
@@ -105,6 +108,7 @@ pub struct Config {
     pub trusted_proxies: Vec<IpAddr>,
     pub argon2_memory_kib: u32,
     pub argon2_iterations: u32,
+    pub quality_reviewer: String,
 }
 
 impl fmt::Debug for Config {
@@ -178,6 +182,7 @@ impl Settings {
             trusted_proxies,
             argon2_memory_kib: self.argon2_memory_kib,
             argon2_iterations: self.argon2_iterations,
+            quality_reviewer: self.quality_reviewer,
         })
     }
 }

@@ -65,6 +65,32 @@ tables! {
     /// Activity feed; ids grow with time.
     ACTIVITIES: u64 => &[u8] = "activities";
 
+    // tasks
+    TASKS: u64 => &[u8] = "tasks";
+    /// Unique index: title → task id.
+    TASKS_BY_TITLE: &str => u64 = "tasks_by_title";
+    /// (status, id) → ().
+    TASKS_BY_STATUS: (&str, u64) => () = "tasks_by_status";
+    /// (priority, id) → ().
+    TASKS_BY_PRIORITY: (&str, u64) => () = "tasks_by_priority";
+    /// (assignee, status, id) → (): an agent's tasks and per-status counts without decoding records.
+    TASKS_BY_ASSIGNEE: (&str, &str, u64) => () = "tasks_by_assignee";
+    TASK_COMMENTS: u64 => &[u8] = "task_comments";
+    /// (task id, comment id) → ().
+    TASK_COMMENTS_BY_TASK: (u64, u64) => () = "task_comments_by_task";
+    /// (task id, agent name) → (): agents subscribed to a task's updates.
+    TASK_SUBSCRIPTIONS: (u64, &str) => () = "task_subscriptions";
+    QUALITY_REVIEWS: u64 => &[u8] = "quality_reviews";
+    /// (task id, review id) → ().
+    QUALITY_REVIEWS_BY_TASK: (u64, u64) => () = "quality_reviews_by_task";
+
+    // notifications
+    NOTIFICATIONS: u64 => &[u8] = "notifications";
+    /// (recipient, id) → ().
+    NOTIFICATIONS_BY_RECIPIENT: (&str, u64) => () = "notifications_by_recipient";
+    /// (recipient, id) → () for notifications not yet read.
+    NOTIFICATIONS_UNREAD: (&str, u64) => () = "notifications_unread";
+
     // agents
     /// Agents (the record without its memory).
     AGENTS: u64 => &[u8] = "agents";

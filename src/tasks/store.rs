@@ -1,18 +1,252 @@
-// TEMPORARY placeholder, replaced by main's tasks feature on merge.
-//! The two task queries the agents feature needs, with the signatures main's tasks feature provides.
-//! No task table exists in this branch yet, so every agent has no tasks.
+//! Repository functions for tasks, comments, subscriptions and quality reviews. A task and all of its
+//! index entries change together in the caller's write transaction.
 
-use redb::ReadTransaction;
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
-use super::{Task, TaskStats};
-use crate::store::StoreError;
+use super::{Comment, Review, Task, TaskStats};
+use crate::store::schema::{
+    QUALITY_REVIEWS, QUALITY_REVIEWS_BY_TASK, TASK_COMMENTS, TASK_COMMENTS_BY_TASK, TASK_SUBSCRIPTIONS, TASKS,
+    TASKS_BY_ASSIGNEE, TASKS_BY_PRIORITY, TASKS_BY_STATUS, TASKS_BY_TITLE,
+};
+use crate::store::{StoreError, get, next_id, put};
 
-/// Counts of the tasks assigned to `agent`.
-pub fn agent_task_stats(_tx: &ReadTransaction, _agent: &str) -> Result<TaskStats, StoreError> {
-    Ok(TaskStats::default())
+fn title_key(title: &str) -> String {
+    title.trim().to_lowercase()
 }
 
-/// Tasks assigned to `agent` with status `assigned` or `in_progress`, critical first, then oldest.
-pub fn pending_for_agent(_tx: &ReadTransaction, _agent: &str, _limit: usize) -> Result<Vec<Task>, StoreError> {
-    Ok(Vec::new())
+pub fn get_task(tx: &ReadTransaction, id: u64) -> Result<Option<Task>, StoreError> {
+    get(&tx.open_table(TASKS)?, id)
+}
+
+pub fn get_task_w(tx: &WriteTransaction, id: u64) -> Result<Option<Task>, StoreError> {
+    get(&tx.open_table(TASKS)?, id)
+}
+
+/// The id of the task holding `title` (case-insensitive), if any.
+pub fn id_by_title(tx: &WriteTransaction, title: &str) -> Result<Option<u64>, StoreError> {
+    Ok(tx.open_table(TASKS_BY_TITLE)?.get(title_key(title).as_str())?.map(|v| v.value()))
+}
+
+pub fn new_task_id(tx: &WriteTransaction) -> Result<u64, StoreError> {
+    next_id(tx, "tasks")
+}
+
+fn add_indexes(tx: &WriteTransaction, t: &Task) -> Result<(), StoreError> {
+    tx.open_table(TASKS_BY_TITLE)?.insert(title_key(&t.title).as_str(), t.id)?;
+    tx.open_table(TASKS_BY_STATUS)?.insert((t.status.as_str(), t.id), ())?;
+    tx.open_table(TASKS_BY_PRIORITY)?.insert((t.priority.as_str(), t.id), ())?;
+    if let Some(a) = &t.assigned_to {
+        tx.open_table(TASKS_BY_ASSIGNEE)?.insert((a.as_str(), t.status.as_str(), t.id), ())?;
+    }
+    Ok(())
+}
+
+fn remove_indexes(tx: &WriteTransaction, t: &Task) -> Result<(), StoreError> {
+    tx.open_table(TASKS_BY_TITLE)?.remove(title_key(&t.title).as_str())?;
+    tx.open_table(TASKS_BY_STATUS)?.remove((t.status.as_str(), t.id))?;
+    tx.open_table(TASKS_BY_PRIORITY)?.remove((t.priority.as_str(), t.id))?;
+    if let Some(a) = &t.assigned_to {
+        tx.open_table(TASKS_BY_ASSIGNEE)?.remove((a.as_str(), t.status.as_str(), t.id))?;
+    }
+    Ok(())
+}
+
+pub fn insert(tx: &WriteTransaction, task: &Task) -> Result<(), StoreError> {
+    put(tx, TASKS, task.id, task)?;
+    add_indexes(tx, task)
+}
+
+/// Saves `new` over `old`, moving its index entries.
+pub fn update(tx: &WriteTransaction, old: &Task, new: &Task) -> Result<(), StoreError> {
+    remove_indexes(tx, old)?;
+    put(tx, TASKS, new.id, new)?;
+    add_indexes(tx, new)
+}
+
+/// Deletes a task with its comments, subscriptions and reviews.
+pub fn delete(tx: &WriteTransaction, task: &Task) -> Result<(), StoreError> {
+    remove_indexes(tx, task)?;
+    tx.open_table(TASKS)?.remove(task.id)?;
+    for id in children(tx, TASK_COMMENTS_BY_TASK, task.id)? {
+        tx.open_table(TASK_COMMENTS)?.remove(id)?;
+        tx.open_table(TASK_COMMENTS_BY_TASK)?.remove((task.id, id))?;
+    }
+    for id in children(tx, QUALITY_REVIEWS_BY_TASK, task.id)? {
+        tx.open_table(QUALITY_REVIEWS)?.remove(id)?;
+        tx.open_table(QUALITY_REVIEWS_BY_TASK)?.remove((task.id, id))?;
+    }
+    for agent in subscribers_w(tx, task.id)? {
+        tx.open_table(TASK_SUBSCRIPTIONS)?.remove((task.id, agent.as_str()))?;
+    }
+    Ok(())
+}
+
+fn children(
+    tx: &WriteTransaction,
+    index: redb::TableDefinition<'static, (u64, u64), ()>,
+    parent: u64,
+) -> Result<Vec<u64>, StoreError> {
+    let table = tx.open_table(index)?;
+    let ids: Result<Vec<u64>, _> =
+        table.range((parent, 0)..=(parent, u64::MAX))?.map(|r| r.map(|(k, _)| k.value().1)).collect();
+    Ok(ids?)
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub status: Option<String>,
+    pub assigned_to: Option<String>,
+    pub priority: Option<String>,
+}
+
+/// Tasks matching the filter, newest first, paged, with the total. Served from the narrowest index;
+/// records are decoded only for the page, or to check a second filter.
+pub fn list(tx: &ReadTransaction, f: &Filter, limit: usize, offset: usize) -> Result<(Vec<Task>, usize), StoreError> {
+    let tasks = tx.open_table(TASKS)?;
+    let (ids, checked): (Vec<u64>, bool) = if let Some(agent) = &f.assigned_to {
+        let index = tx.open_table(TASKS_BY_ASSIGNEE)?;
+        let rows: Vec<(String, u64)> = match &f.status {
+            Some(s) => index.range((agent.as_str(), s.as_str(), 0)..=(agent.as_str(), s.as_str(), u64::MAX))?,
+            None => index.range((agent.as_str(), "", 0)..=(agent.as_str(), "\u{10ffff}", u64::MAX))?,
+        }
+        .map(|r| r.map(|(k, _)| (k.value().1.to_string(), k.value().2)))
+        .collect::<Result<_, _>>()?;
+        let mut ids: Vec<u64> = rows.into_iter().map(|(_, id)| id).collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        (ids, f.priority.is_some())
+    } else if let Some(s) = &f.status {
+        let index = tx.open_table(TASKS_BY_STATUS)?;
+        let ids = index.range((s.as_str(), 0)..=(s.as_str(), u64::MAX))?.rev().map(|r| r.map(|(k, _)| k.value().1));
+        (ids.collect::<Result<_, _>>()?, f.priority.is_some())
+    } else if let Some(p) = &f.priority {
+        let index = tx.open_table(TASKS_BY_PRIORITY)?;
+        let ids = index.range((p.as_str(), 0)..=(p.as_str(), u64::MAX))?.rev().map(|r| r.map(|(k, _)| k.value().1));
+        (ids.collect::<Result<_, _>>()?, false)
+    } else {
+        (tasks.iter()?.rev().map(|r| r.map(|(k, _)| k.value())).collect::<Result<_, _>>()?, false)
+    };
+    let mut page = Vec::new();
+    let mut total = 0;
+    for id in ids {
+        let in_window = total >= offset && page.len() < limit;
+        if checked || in_window {
+            let Some(task) = get::<Task>(&tasks, id)? else { continue };
+            if checked && f.priority.as_ref().is_some_and(|p| *p != task.priority) {
+                continue;
+            }
+            if in_window {
+                page.push(task);
+            }
+        }
+        total += 1;
+    }
+    Ok((page, total))
+}
+
+/// Per-status counts of an agent's tasks, from the assignee index alone.
+pub fn agent_task_stats(tx: &ReadTransaction, agent: &str) -> Result<TaskStats, StoreError> {
+    let index = tx.open_table(TASKS_BY_ASSIGNEE)?;
+    let mut stats = TaskStats::default();
+    for row in index.range((agent, "", 0)..=(agent, "\u{10ffff}", u64::MAX))? {
+        let (key, _) = row?;
+        stats.total += 1;
+        match key.value().1 {
+            "assigned" => stats.assigned += 1,
+            "in_progress" => stats.in_progress += 1,
+            "done" => stats.completed += 1,
+            _ => {}
+        }
+    }
+    Ok(stats)
+}
+
+/// An agent's work to do: status `assigned` or `in_progress`, critical first, then oldest.
+pub fn pending_for_agent(tx: &ReadTransaction, agent: &str, limit: usize) -> Result<Vec<Task>, StoreError> {
+    let index = tx.open_table(TASKS_BY_ASSIGNEE)?;
+    let tasks = tx.open_table(TASKS)?;
+    let mut pending = Vec::new();
+    for status in ["assigned", "in_progress"] {
+        for row in index.range((agent, status, 0)..=(agent, status, u64::MAX))? {
+            if let Some(task) = get::<Task>(&tasks, row?.0.value().2)? {
+                pending.push(task);
+            }
+        }
+    }
+    pending.sort_by_key(|t| (super::priority_rank(&t.priority), t.created_at, t.id));
+    pending.truncate(limit);
+    Ok(pending)
+}
+
+pub fn subscribe(tx: &WriteTransaction, task_id: u64, agent: &str) -> Result<(), StoreError> {
+    tx.open_table(TASK_SUBSCRIPTIONS)?.insert((task_id, agent), ())?;
+    Ok(())
+}
+
+pub fn subscribers_w(tx: &WriteTransaction, task_id: u64) -> Result<Vec<String>, StoreError> {
+    let table = tx.open_table(TASK_SUBSCRIPTIONS)?;
+    let rows = table.range((task_id, "")..(task_id + 1, ""))?;
+    Ok(rows.map(|r| r.map(|(k, _)| k.value().1.to_string())).collect::<Result<_, _>>()?)
+}
+
+pub fn insert_comment(tx: &WriteTransaction, task_id: u64, author: &str, content: &str) -> Result<Comment, StoreError> {
+    let comment = Comment {
+        id: next_id(tx, "task_comments")?,
+        task_id,
+        author: author.to_string(),
+        content: content.to_string(),
+        created_at: crate::store::now_secs(),
+    };
+    put(tx, TASK_COMMENTS, comment.id, &comment)?;
+    tx.open_table(TASK_COMMENTS_BY_TASK)?.insert((task_id, comment.id), ())?;
+    Ok(comment)
+}
+
+/// A task's comments, oldest first.
+pub fn comments(tx: &ReadTransaction, task_id: u64) -> Result<Vec<Comment>, StoreError> {
+    let index = tx.open_table(TASK_COMMENTS_BY_TASK)?;
+    let table = tx.open_table(TASK_COMMENTS)?;
+    let mut out = Vec::new();
+    for row in index.range((task_id, 0)..=(task_id, u64::MAX))? {
+        if let Some(c) = get(&table, row?.0.value().1)? {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+pub fn insert_review(tx: &WriteTransaction, review: &Review) -> Result<(), StoreError> {
+    put(tx, QUALITY_REVIEWS, review.id, review)?;
+    tx.open_table(QUALITY_REVIEWS_BY_TASK)?.insert((review.task_id, review.id), ())?;
+    Ok(())
+}
+
+pub fn new_review_id(tx: &WriteTransaction) -> Result<u64, StoreError> {
+    next_id(tx, "quality_reviews")
+}
+
+/// A task's reviews, newest first.
+pub fn reviews(tx: &ReadTransaction, task_id: u64) -> Result<Vec<Review>, StoreError> {
+    let index = tx.open_table(QUALITY_REVIEWS_BY_TASK)?;
+    let table = tx.open_table(QUALITY_REVIEWS)?;
+    let mut out = Vec::new();
+    for row in index.range((task_id, 0)..=(task_id, u64::MAX))?.rev() {
+        if let Some(r) = get(&table, row?.0.value().1)? {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the newest review of the task by `reviewer` is an approval.
+pub fn is_approved(tx: &WriteTransaction, task_id: u64, reviewer: &str) -> Result<bool, StoreError> {
+    let index = tx.open_table(QUALITY_REVIEWS_BY_TASK)?;
+    let table = tx.open_table(QUALITY_REVIEWS)?;
+    for row in index.range((task_id, 0)..=(task_id, u64::MAX))?.rev() {
+        if let Some(r) = get::<Review>(&table, row?.0.value().1)?
+            && r.reviewer == reviewer
+        {
+            return Ok(r.status == "approved");
+        }
+    }
+    Ok(false)
 }

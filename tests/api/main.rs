@@ -7,4 +7,6 @@ mod audit;
 mod auth;
 mod events;
 mod http_core;
+mod notifications;
+mod tasks;
 mod users;

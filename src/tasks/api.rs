@@ -1,0 +1,520 @@
+//! `/api/tasks`: CRUD, bulk status moves, comments and broadcast. Every change writes its activity,
+//! audit, notification and subscription rows in the same transaction, then announces SSE events.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use salvo::prelude::*;
+use salvo_oapi::{ToSchema, endpoint};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::store::{self, Filter};
+use super::{
+    Comment, Problems, Task, approval_required, check_assignee, check_due_date, check_hours, check_metadata,
+    check_priority, check_status, check_tags, check_text, check_title, normalize_assignee,
+};
+use crate::activity::{self, NewActivity};
+use crate::audit::{self, Entry};
+use crate::error::{AppError, AppResult};
+use crate::http::rate_limit::{KeyBy, RouteLimit};
+use crate::http::{Page, Principal, RequireRole, app, client_ip, json_body, path_id, require_principal};
+use crate::notifications::{NewNotification, notify};
+use crate::store::{StoreError, Tx, now_secs};
+use crate::users::Role;
+
+/// Task creates and updates per principal and minute (the interface's mutation limit).
+const MUTATIONS_PER_MINUTE: u32 = 120;
+
+#[derive(Serialize, ToSchema)]
+pub struct TaskEnvelope {
+    pub task: Task,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TaskPage {
+    pub tasks: Vec<Task>,
+    pub total: usize,
+    pub page: usize,
+    pub limit: usize,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Success {
+    pub success: bool,
+}
+
+/// Who made a change, for audit rows and notifications.
+#[derive(Clone)]
+pub struct Actor {
+    pub principal: Principal,
+    pub ip: IpAddr,
+}
+
+fn task_json(t: &Task) -> serde_json::Value {
+    serde_json::to_value(t).unwrap_or_default()
+}
+
+fn log_activity(tx: &mut Tx, actor: &Actor, kind: &str, task: &Task, description: String) -> Result<(), StoreError> {
+    activity::record(
+        tx,
+        NewActivity {
+            kind,
+            entity_type: "task",
+            entity_id: Some(task.id),
+            actor: &actor.principal.username,
+            description,
+            data: json!({"title": task.title, "status": task.status, "assigned_to": task.assigned_to}),
+        },
+    )?;
+    Ok(())
+}
+
+/// Subscribes and notifies a newly assigned agent, with its audit and activity rows.
+fn on_assigned(tx: &mut Tx, actor: &Actor, task: &Task, agent: &str) -> Result<(), StoreError> {
+    store::subscribe(tx, task.id, agent)?;
+    notify(
+        tx,
+        NewNotification {
+            recipient: agent,
+            kind: "task_assigned",
+            title: format!("Task assigned: {}", task.title),
+            message: format!("{} assigned task #{} \"{}\" to {agent}", actor.principal.username, task.id, task.title),
+            source_type: Some("task"),
+            source_id: Some(task.id),
+        },
+    )?;
+    let detail = json!({"task_id": task.id, "title": task.title, "assigned_to": agent});
+    audit::record(tx, Entry::by(&actor.principal, actor.ip, "task_assigned", detail))?;
+    log_activity(tx, actor, "task_assigned", task, format!("Task \"{}\" assigned to {agent}", task.title))
+}
+
+/// Everything a change from `old` to `new` implies (both saved already).
+pub fn record_update(tx: &mut Tx, actor: &Actor, old: &Task, new: &Task) -> Result<(), StoreError> {
+    log_activity(tx, actor, "task_updated", new, format!("Task \"{}\" updated", new.title))?;
+    tx.emit("task.updated", task_json(new));
+    if old.status != new.status {
+        let text = format!("Task \"{}\" moved from {} to {}", new.title, old.status, new.status);
+        log_activity(tx, actor, "task_status_changed", new, text)?;
+        tx.emit(
+            "task.status_changed",
+            json!({"id": new.id, "title": new.title, "status": new.status, "previous_status": old.status}),
+        );
+    }
+    if let Some(agent) = new.assigned_to.as_deref().filter(|a| old.assigned_to.as_deref() != Some(*a)) {
+        on_assigned(tx, actor, new, agent)?;
+    }
+    Ok(())
+}
+
+/// Moves a task into `done` only with the reviewer's approval.
+fn check_gate(tx: &Tx, reviewer: &str, old: &Task, new_status: &str) -> AppResult<()> {
+    if new_status == "done" && old.status != "done" && !store::is_approved(tx, old.id, reviewer)? {
+        return Err(approval_required(old.id));
+    }
+    Ok(())
+}
+
+fn not_found(id: u64) -> AppError {
+    AppError::NotFound(format!("Task {id} not found"))
+}
+
+/// Tasks, newest first, filtered by status, assignee and priority.
+#[endpoint(
+    tags("tasks"),
+    parameters(
+        ("status" = Option<String>, Query, description = "inbox, assigned, in_progress, quality_review, done"),
+        ("assigned_to" = Option<String>, Query, description = "agent name"),
+        ("priority" = Option<String>, Query, description = "critical, high, medium, low"),
+        ("limit" = Option<u32>, Query, description = "default 50, max 200"),
+        ("offset" = Option<u32>, Query, description = "default 0"),
+    )
+)]
+pub async fn list(req: &mut Request, depot: &mut Depot) -> AppResult<Json<TaskPage>> {
+    let state = app(depot)?;
+    let page = Page::from_query(req, 50, 200)?;
+    let text = |name: &str| req.queries().get(name).map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let filter = Filter { status: text("status"), assigned_to: text("assigned_to"), priority: text("priority") };
+    let mut p = Problems::default();
+    check_status(&mut p, filter.status.as_deref());
+    check_priority(&mut p, filter.priority.as_deref());
+    p.finish()?;
+    let (tasks, total) = state.store.read(move |tx| store::list(tx, &filter, page.limit, page.offset)).await?;
+    Ok(Json(TaskPage { tasks, total, page: page.page(), limit: page.limit }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CreateTask {
+    pub title: String,
+    pub description: Option<String>,
+    pub status: Option<String>,
+    pub priority: Option<String>,
+    pub assigned_to: Option<String>,
+    pub created_by: Option<String>,
+    pub due_date: Option<String>,
+    pub estimated_hours: Option<f64>,
+    pub tags: Option<Vec<String>>,
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// Create a task (status defaults to inbox, priority to medium). Operator.
+#[endpoint(tags("tasks"), request_body = CreateTask)]
+pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<TaskEnvelope>> {
+    let state = app(depot)?;
+    let actor = Actor { principal: require_principal(depot)?, ip: client_ip(depot) };
+    let body: CreateTask = json_body(req).await?;
+    let title = body.title.trim().to_string();
+    let mut p = Problems::default();
+    check_title(&mut p, &title);
+    check_text(&mut p, "description", body.description.as_deref());
+    check_status(&mut p, body.status.as_deref());
+    p.check(
+        body.status.as_deref() != Some("done"),
+        "status",
+        "a new task cannot start as done (it needs quality approval)",
+    );
+    check_priority(&mut p, body.priority.as_deref());
+    check_assignee(&mut p, body.assigned_to.as_deref());
+    check_due_date(&mut p, body.due_date.as_deref());
+    check_hours(&mut p, body.estimated_hours);
+    check_tags(&mut p, body.tags.as_deref());
+    check_metadata(&mut p, body.metadata.as_ref());
+    p.finish()?;
+    let now = now_secs();
+    let created_by = body
+        .created_by
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| actor.principal.username.clone());
+    let mut task = Task {
+        id: 0,
+        title,
+        description: body.description.unwrap_or_default(),
+        status: body.status.unwrap_or_else(|| "inbox".into()),
+        priority: body.priority.unwrap_or_else(|| "medium".into()),
+        assigned_to: normalize_assignee(body.assigned_to),
+        created_by,
+        due_date: body.due_date,
+        estimated_hours: body.estimated_hours,
+        tags: body.tags.unwrap_or_default(),
+        metadata: body.metadata.unwrap_or_else(|| json!({})),
+        created_at: now,
+        updated_at: now,
+    };
+    let task = state
+        .write(move |tx| {
+            if store::id_by_title(tx, &task.title)?.is_some() {
+                return Err(AppError::Conflict("Task title already exists".into()));
+            }
+            task.id = store::new_task_id(tx)?;
+            store::insert(tx, &task)?;
+            let detail = json!({"task_id": task.id, "title": task.title});
+            audit::record(tx, Entry::by(&actor.principal, actor.ip, "task_created", detail))?;
+            log_activity(tx, &actor, "task_created", &task, format!("Task \"{}\" created", task.title))?;
+            tx.emit("task.created", task_json(&task));
+            if let Some(agent) = task.assigned_to.clone() {
+                on_assigned(tx, &actor, &task, &agent)?;
+            }
+            Ok(task)
+        })
+        .await?;
+    Ok(Json(TaskEnvelope { task }))
+}
+
+/// One task.
+#[endpoint(tags("tasks"), parameters(("id" = u64, Path, description = "task id")))]
+pub async fn get(req: &mut Request, depot: &mut Depot) -> AppResult<Json<TaskEnvelope>> {
+    let state = app(depot)?;
+    let id = path_id(req, "id")?;
+    let task = state.store.read(move |tx| store::get_task(tx, id)).await?.ok_or_else(|| not_found(id))?;
+    Ok(Json(TaskEnvelope { task }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct UpdateTask {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub status: Option<String>,
+    pub priority: Option<String>,
+    /// An empty string unassigns.
+    pub assigned_to: Option<String>,
+    pub due_date: Option<String>,
+    pub estimated_hours: Option<f64>,
+    pub tags: Option<Vec<String>>,
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// Update a task; moving it to `done` needs quality approval. Operator.
+#[endpoint(tags("tasks"), request_body = UpdateTask, parameters(("id" = u64, Path, description = "task id")))]
+pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<TaskEnvelope>> {
+    let state = app(depot)?;
+    let actor = Actor { principal: require_principal(depot)?, ip: client_ip(depot) };
+    let id = path_id(req, "id")?;
+    let body: UpdateTask = json_body(req).await?;
+    let title = body.title.map(|t| t.trim().to_string());
+    let mut p = Problems::default();
+    if let Some(t) = &title {
+        check_title(&mut p, t);
+    }
+    check_text(&mut p, "description", body.description.as_deref());
+    check_status(&mut p, body.status.as_deref());
+    check_priority(&mut p, body.priority.as_deref());
+    check_assignee(&mut p, body.assigned_to.as_deref());
+    check_due_date(&mut p, body.due_date.as_deref().filter(|d| !d.is_empty()));
+    check_hours(&mut p, body.estimated_hours);
+    check_tags(&mut p, body.tags.as_deref());
+    check_metadata(&mut p, body.metadata.as_ref());
+    p.finish()?;
+    let nothing = title.is_none()
+        && body.description.is_none()
+        && body.status.is_none()
+        && body.priority.is_none()
+        && body.assigned_to.is_none()
+        && body.due_date.is_none()
+        && body.estimated_hours.is_none()
+        && body.tags.is_none()
+        && body.metadata.is_none();
+    if nothing {
+        return Err(AppError::BadRequest("No fields to update".into()));
+    }
+    let reviewer = state.config.quality_reviewer.clone();
+    let task = state
+        .write(move |tx| {
+            let old = store::get_task_w(tx, id)?.ok_or_else(|| not_found(id))?;
+            let mut new = old.clone();
+            if let Some(t) = title {
+                if store::id_by_title(tx, &t)?.is_some_and(|other| other != id) {
+                    return Err(AppError::Conflict("Task title already exists".into()));
+                }
+                new.title = t;
+            }
+            if let Some(s) = body.status {
+                check_gate(tx, &reviewer, &old, &s)?;
+                new.status = s;
+            }
+            new.description = body.description.unwrap_or(new.description);
+            new.priority = body.priority.unwrap_or(new.priority);
+            if body.assigned_to.is_some() {
+                new.assigned_to = normalize_assignee(body.assigned_to);
+            }
+            if let Some(d) = body.due_date {
+                new.due_date = (!d.is_empty()).then_some(d);
+            }
+            new.estimated_hours = body.estimated_hours.or(new.estimated_hours);
+            new.tags = body.tags.unwrap_or(new.tags);
+            new.metadata = body.metadata.unwrap_or(new.metadata);
+            new.updated_at = now_secs();
+            store::update(tx, &old, &new)?;
+            record_update(tx, &actor, &old, &new)?;
+            Ok(new)
+        })
+        .await?;
+    Ok(Json(TaskEnvelope { task }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct BulkItem {
+    pub id: u64,
+    pub status: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct BulkUpdate {
+    pub tasks: Vec<BulkItem>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct BulkResult {
+    pub success: bool,
+    pub updated: usize,
+}
+
+/// Move several tasks at once (all or nothing). Operator.
+#[endpoint(tags("tasks"), request_body = BulkUpdate)]
+pub async fn bulk_update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<BulkResult>> {
+    let state = app(depot)?;
+    let actor = Actor { principal: require_principal(depot)?, ip: client_ip(depot) };
+    let body: BulkUpdate = json_body(req).await?;
+    let mut p = Problems::default();
+    p.check(!body.tasks.is_empty(), "tasks", "must not be empty");
+    p.check(body.tasks.len() <= 200, "tasks", "at most 200 per request");
+    for item in &body.tasks {
+        check_status(&mut p, Some(&item.status));
+    }
+    p.finish()?;
+    let reviewer = state.config.quality_reviewer.clone();
+    let updated = state
+        .write(move |tx| {
+            let mut updated = 0;
+            for item in body.tasks {
+                let old = store::get_task_w(tx, item.id)?.ok_or_else(|| not_found(item.id))?;
+                check_gate(tx, &reviewer, &old, &item.status)?;
+                if old.status == item.status {
+                    continue;
+                }
+                let mut new = old.clone();
+                new.status = item.status;
+                new.updated_at = now_secs();
+                store::update(tx, &old, &new)?;
+                record_update(tx, &actor, &old, &new)?;
+                updated += 1;
+            }
+            Ok(updated)
+        })
+        .await?;
+    Ok(Json(BulkResult { success: true, updated }))
+}
+
+/// Delete a task with its comments and reviews. Operators may delete their own tasks, admins any.
+#[endpoint(tags("tasks"), parameters(("id" = u64, Path, description = "task id")))]
+pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
+    let state = app(depot)?;
+    let actor = Actor { principal: require_principal(depot)?, ip: client_ip(depot) };
+    let id = path_id(req, "id")?;
+    state
+        .write(move |tx| {
+            let task = store::get_task_w(tx, id)?.ok_or_else(|| not_found(id))?;
+            if actor.principal.role < Role::Admin && task.created_by != actor.principal.username {
+                return Err(AppError::Forbidden("Requires admin role or higher".into()));
+            }
+            store::delete(tx, &task)?;
+            log_activity(tx, &actor, "task_deleted", &task, format!("Task \"{}\" deleted", task.title))?;
+            tx.emit("task.deleted", json!({"id": task.id, "title": task.title}));
+            Ok(())
+        })
+        .await?;
+    Ok(Json(Success { success: true }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CommentList {
+    pub comments: Vec<Comment>,
+}
+
+/// A task's comments, oldest first.
+#[endpoint(tags("tasks"), parameters(("id" = u64, Path, description = "task id")))]
+pub async fn list_comments(req: &mut Request, depot: &mut Depot) -> AppResult<Json<CommentList>> {
+    let state = app(depot)?;
+    let id = path_id(req, "id")?;
+    let comments = state
+        .store
+        .read(move |tx| {
+            store::get_task(tx, id)?.ok_or_else(|| not_found(id))?;
+            Ok::<_, AppError>(store::comments(tx, id)?)
+        })
+        .await?;
+    Ok(Json(CommentList { comments }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct NewComment {
+    pub content: String,
+    /// Defaults to the signed-in user.
+    pub author: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CommentEnvelope {
+    pub comment: Comment,
+}
+
+/// `@name` mentions in a comment.
+fn mentions(content: &str) -> Vec<String> {
+    let mut names: Vec<String> = content
+        .split(|c: char| c.is_whitespace() || ",;:!?()".contains(c))
+        .filter_map(|w| w.strip_prefix('@'))
+        .map(|n| n.trim_end_matches('.').to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    names
+}
+
+/// Comment on a task; subscribers and `@mentioned` names are notified. Operator.
+#[endpoint(tags("tasks"), request_body = NewComment, parameters(("id" = u64, Path, description = "task id")))]
+pub async fn add_comment(req: &mut Request, depot: &mut Depot) -> AppResult<Json<CommentEnvelope>> {
+    let state = app(depot)?;
+    let actor = Actor { principal: require_principal(depot)?, ip: client_ip(depot) };
+    let id = path_id(req, "id")?;
+    let body: NewComment = json_body(req).await?;
+    let content = body.content.trim().to_string();
+    let mut p = Problems::default();
+    p.check(!content.is_empty(), "content", "must not be empty");
+    check_text(&mut p, "content", Some(&content));
+    p.finish()?;
+    let author = body
+        .author
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| actor.principal.username.clone());
+    let comment = state
+        .write(move |tx| {
+            let task = store::get_task_w(tx, id)?.ok_or_else(|| not_found(id))?;
+            let comment = store::insert_comment(tx, id, &author, &content)?;
+            let mentioned = mentions(&content);
+            for name in mentioned.iter().filter(|n| **n != author) {
+                notify(
+                    tx,
+                    NewNotification {
+                        recipient: name,
+                        kind: "mention",
+                        title: format!("Mentioned on: {}", task.title),
+                        message: format!("{author} mentioned you on task #{id}: {content}"),
+                        source_type: Some("comment"),
+                        source_id: Some(comment.id),
+                    },
+                )?;
+            }
+            for agent in store::subscribers_w(tx, id)? {
+                if agent == author || mentioned.contains(&agent) {
+                    continue;
+                }
+                notify(
+                    tx,
+                    NewNotification {
+                        recipient: &agent,
+                        kind: "info",
+                        title: format!("New comment on: {}", task.title),
+                        message: format!("{author} commented on task #{id}: {content}"),
+                        source_type: Some("comment"),
+                        source_id: Some(comment.id),
+                    },
+                )?;
+            }
+            log_activity(tx, &actor, "comment_added", &task, format!("{author} commented on \"{}\"", task.title))?;
+            Ok(comment)
+        })
+        .await?;
+    Ok(Json(CommentEnvelope { comment }))
+}
+
+pub fn router() -> Router {
+    let mutation_limit =
+        || RouteLimit::new("task_mutations", MUTATIONS_PER_MINUTE, Duration::from_secs(60), KeyBy::Principal);
+    Router::with_path("tasks")
+        .push(Router::new().hoop(RequireRole(Role::Viewer)).get(list))
+        .push(Router::new().hoop(RequireRole(Role::Operator)).hoop(mutation_limit()).post(create).put(bulk_update))
+        .push(
+            Router::with_path("{id}")
+                .push(Router::new().hoop(RequireRole(Role::Viewer)).get(get))
+                .push(Router::new().hoop(RequireRole(Role::Operator)).hoop(mutation_limit()).put(update))
+                .push(Router::new().hoop(RequireRole(Role::Operator)).delete(delete))
+                .push(
+                    Router::with_path("comments")
+                        .push(Router::new().hoop(RequireRole(Role::Viewer)).get(list_comments))
+                        .push(Router::new().hoop(RequireRole(Role::Operator)).post(add_comment)),
+                ),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mentions;
+
+    #[test]
+    fn finds_mentions() {
+        assert_eq!(mentions("hey @builder, ask @scout. thanks @builder"), ["builder", "scout"]);
+        assert!(mentions("no mentions @ here").is_empty());
+    }
+}
