@@ -795,3 +795,52 @@ async fn agent_routes_are_documented() {
     assert!(paths["/api/agents"]["post"]["requestBody"].is_object());
     assert!(paths["/api/agents"]["get"]["tags"].as_array().unwrap().contains(&json!("agents")));
 }
+
+async fn task(app: &TestApp, title: &str, status: &str, priority: &str, assigned_to: &str) -> u64 {
+    let body = json!({"title": title, "status": status, "priority": priority, "assigned_to": assigned_to});
+    let reply = app.post("/api/tasks", &Auth::ApiKey, body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    reply.body["task"]["id"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn task_stats_and_heartbeat_pending_tasks_come_from_the_tasks() {
+    let app = spawn_app().await;
+    // Tasks assigned before the agent exists count too.
+    let low = task(&app, "low one", "assigned", "low", "worker").await;
+    let created = create(&app, json!({"name": "worker", "role": "developer"})).await;
+    assert_eq!(created["taskStats"], json!({"total": 1, "assigned": 1, "in_progress": 0, "completed": 0}));
+    let critical = task(&app, "critical one", "in_progress", "critical", "worker").await;
+    let high = task(&app, "high one", "assigned", "high", "worker").await;
+    task(&app, "still in inbox", "inbox", "critical", "worker").await;
+    let reviewed = task(&app, "finished", "assigned", "medium", "worker").await;
+    let approval = app
+        .post("/api/quality-review", &Auth::ApiKey, json!({"taskId": reviewed, "status": "approved", "notes": "ok"}))
+        .await;
+    assert_eq!(approval.status, StatusCode::OK, "{}", approval.text);
+    task(&app, "someone else's", "assigned", "critical", "other").await;
+
+    let stats = json!({"total": 5, "assigned": 2, "in_progress": 1, "completed": 1});
+    assert_eq!(agent(&app, "worker").await["taskStats"], stats);
+    let list = app.get("/api/agents", &Auth::ApiKey).await;
+    assert_eq!(list.body["agents"][0]["taskStats"], stats);
+
+    let poll = app.get("/api/agents/worker/heartbeat", &Auth::ApiKey).await;
+    assert_eq!(poll.status, StatusCode::OK, "{}", poll.text);
+    let pending = poll.body["pending_tasks"].as_array().unwrap();
+    let ids: Vec<u64> = pending.iter().map(|t| t["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [critical, high, low], "critical first, then by priority, only assigned/in_progress");
+    assert_eq!(pending[0]["title"], "critical one");
+    assert_eq!(pending[0]["status"], "in_progress");
+    assert_eq!(pending[0]["assigned_to"], "worker");
+
+    // At most 20, the most urgent first.
+    for i in 0..21 {
+        task(&app, &format!("bulk {i}"), "assigned", "medium", "worker").await;
+    }
+    let poll = app.get("/api/agents/worker/heartbeat", &Auth::ApiKey).await;
+    let pending = poll.body["pending_tasks"].as_array().unwrap();
+    assert_eq!(pending.len(), 20);
+    assert_eq!(pending[0]["id"], critical);
+    assert_eq!(pending[2]["title"], "bulk 0", "medium tasks oldest first, after high");
+}
