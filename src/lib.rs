@@ -1,6 +1,7 @@
 //! OpsDeck: a self-hosted control plane for fleets of AI agents.
 
 pub mod activity;
+pub mod agents;
 pub mod app;
 pub mod audit;
 pub mod config;

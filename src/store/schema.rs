@@ -100,4 +100,29 @@ tables! {
     WEBHOOK_OUTBOX: (u64, u64) => () = "webhook_outbox";
     /// (webhook id, delivery id) → (): attempts held while the webhook's circuit is open.
     WEBHOOK_HELD: (u64, u64) => () = "webhook_held";
+
+    // agents
+    /// Agents (the record without its memory).
+    AGENTS: u64 => &[u8] = "agents";
+    /// Unique index: exact agent name → agent id.
+    AGENTS_BY_NAME: &str => u64 = "agents_by_name";
+    /// (status, agent id) → (): agents filtered by status.
+    AGENTS_BY_STATUS: (&str, u64) => () = "agents_by_status";
+    /// (role, agent id) → (): agents filtered by role.
+    AGENTS_BY_ROLE: (&str, u64) => () = "agents_by_role";
+    /// Agent memory (a JSON object, at most 256 KiB) keyed by agent id, apart from the record so lists
+    /// never decode it.
+    AGENT_MEMORY: u64 => &[u8] = "agent_memory";
+    /// Agent-to-agent messages; ids grow with time.
+    AGENT_MESSAGES: u64 => &[u8] = "agent_messages";
+    /// (to_agent, message id) → (): messages received by an agent.
+    AGENT_MESSAGES_BY_RECIPIENT: (&str, u64) => () = "agent_messages_by_recipient";
+    /// (from_agent, message id) → (): messages sent by an agent.
+    AGENT_MESSAGES_BY_SENDER: (&str, u64) => () = "agent_messages_by_sender";
+    /// (to_agent, message id) → (): messages not yet read (delivered by the heartbeat poll).
+    AGENT_MESSAGES_UNREAD: (&str, u64) => () = "agent_messages_unread";
+    /// Tool connections (`POST /api/connect`): connection id (uuid) → record.
+    AGENT_CONNECTIONS: &str => &[u8] = "agent_connections";
+    /// (agent id, connection id) → (): an agent's connections, removed with the agent.
+    AGENT_CONNECTIONS_BY_AGENT: (u64, &str) => () = "agent_connections_by_agent";
 }

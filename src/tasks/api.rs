@@ -17,6 +17,7 @@ use super::{
 use crate::activity::{self, NewActivity};
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
+use crate::http::extract::optional_json_body;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
 use crate::http::{Page, Principal, RequireRole, app, client_ip, json_body, path_id, require_principal};
 use crate::notifications::{NewNotification, notify};
@@ -489,6 +490,63 @@ pub async fn add_comment(req: &mut Request, depot: &mut Depot) -> AppResult<Json
     Ok(Json(CommentEnvelope { comment }))
 }
 
+#[derive(Deserialize, ToSchema)]
+pub struct Broadcast {
+    /// Agent names; empty or absent means every subscriber of the task plus its assignee.
+    pub agents: Option<Vec<String>>,
+    pub message: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct BroadcastResult {
+    pub success: bool,
+    pub delivered_to: Vec<String>,
+}
+
+/// Send a message about a task to agents (type `broadcast`, from the caller). Operator.
+#[endpoint(tags("tasks"), request_body = Broadcast, parameters(("id" = u64, Path, description = "task id")))]
+pub async fn broadcast(req: &mut Request, depot: &mut Depot) -> AppResult<Json<BroadcastResult>> {
+    let state = app(depot)?;
+    let actor = Actor { principal: require_principal(depot)?, ip: client_ip(depot) };
+    let id = path_id(req, "id")?;
+    let body: Broadcast = optional_json_body(req).await?;
+    let mut p = Problems::default();
+    check_text(&mut p, "message", body.message.as_deref());
+    p.check(body.agents.as_ref().is_none_or(|a| a.len() <= 200), "agents", "at most 200 names");
+    p.finish()?;
+    let delivered_to = state
+        .write(move |tx| {
+            let task = store::get_task_w(tx, id)?.ok_or_else(|| not_found(id))?;
+            let message = body
+                .message
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| format!("Update on task #{}: {} ({})", task.id, task.title, task.status));
+            let named: Vec<String> =
+                body.agents.unwrap_or_default().into_iter().map(|a| a.trim().to_string()).collect();
+            let explicit = !named.is_empty();
+            let mut recipients = if explicit { named } else { store::subscribers_w(tx, id)? };
+            if !explicit && let Some(a) = &task.assigned_to {
+                recipients.push(a.clone());
+            }
+            let mut seen = std::collections::HashSet::new();
+            recipients.retain(|r| !r.is_empty() && seen.insert(r.clone()));
+            let mut delivered = Vec::new();
+            for name in recipients {
+                // Named recipients must exist (404); implicit ones that are not registered agents are skipped.
+                if !explicit && crate::agents::find_by_name_w(tx, &name)?.is_none() {
+                    continue;
+                }
+                crate::agents::insert_message(tx, &actor.principal.username, &name, &message, "broadcast")?;
+                delivered.push(name);
+            }
+            let text = format!("Task \"{}\" broadcast to {} agent(s)", task.title, delivered.len());
+            log_activity(tx, &actor, "task_broadcast", &task, text)?;
+            Ok(delivered)
+        })
+        .await?;
+    Ok(Json(BroadcastResult { success: true, delivered_to }))
+}
+
 pub fn router() -> Router {
     let mutation_limit =
         || RouteLimit::new("task_mutations", MUTATIONS_PER_MINUTE, Duration::from_secs(60), KeyBy::Principal);
@@ -500,6 +558,7 @@ pub fn router() -> Router {
                 .push(Router::new().hoop(RequireRole(Role::Viewer)).get(get))
                 .push(Router::new().hoop(RequireRole(Role::Operator)).hoop(mutation_limit()).put(update))
                 .push(Router::new().hoop(RequireRole(Role::Operator)).delete(delete))
+                .push(Router::with_path("broadcast").hoop(RequireRole(Role::Operator)).post(broadcast))
                 .push(
                     Router::with_path("comments")
                         .push(Router::new().hoop(RequireRole(Role::Viewer)).get(list_comments))

@@ -2,6 +2,7 @@
 
 mod helpers;
 
+mod agents;
 mod audit;
 mod auth;
 mod events;

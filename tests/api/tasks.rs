@@ -377,3 +377,50 @@ async fn comments_default_author_and_notify_mentions() {
         StatusCode::NOT_FOUND
     );
 }
+
+async fn agent(app: &TestApp, name: &str) {
+    let reply = app.post("/api/agents", &Auth::ApiKey, json!({"name": name, "role": "developer"})).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+}
+
+#[tokio::test]
+async fn broadcast_reaches_subscribers_and_assignee_or_named_agents() {
+    let app = spawn_app().await;
+    for name in ["builder", "scout", "qa"] {
+        agent(&app, name).await;
+    }
+    let id = create(&app, json!({"title": "Release", "assigned_to": "builder"})).await["id"].as_u64().unwrap();
+    // A second assignment subscribes scout too; "ghost" is subscribed but not a registered agent.
+    app.put(&format!("/api/tasks/{id}"), &Auth::ApiKey, json!({"assigned_to": "ghost"})).await;
+    app.put(&format!("/api/tasks/{id}"), &Auth::ApiKey, json!({"assigned_to": "scout"})).await;
+    let (_, operator) = app.user_with_role("ops", "operator").await;
+    let all = app.post(&format!("/api/tasks/{id}/broadcast"), &operator, json!({"message": "ship at 5"})).await;
+    assert_eq!(all.status, StatusCode::OK, "{}", all.text);
+    assert_eq!(all.body["success"], true);
+    let mut to: Vec<String> =
+        all.body["delivered_to"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
+    to.sort();
+    assert_eq!(to, ["builder", "scout"]);
+    let comms = app.get("/api/agents/comms?agent=builder", &Auth::ApiKey).await;
+    let m = &comms.body["messages"][0];
+    assert_eq!(
+        (m["from_agent"].as_str(), m["type"].as_str(), m["content"].as_str()),
+        (Some("ops"), Some("broadcast"), Some("ship at 5"))
+    );
+
+    let named = app.post(&format!("/api/tasks/{id}/broadcast"), &Auth::ApiKey, json!({"agents": ["qa"]})).await;
+    assert_eq!(named.body["delivered_to"], json!(["qa"]));
+    let unknown =
+        app.post(&format!("/api/tasks/{id}/broadcast"), &Auth::ApiKey, json!({"agents": ["qa", "nobody"]})).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let qa = app.get("/api/agents/comms?agent=qa", &Auth::ApiKey).await;
+    assert_eq!(qa.body["messages"].as_array().unwrap().len(), 1, "nothing half-delivered");
+    assert_eq!(app.post("/api/tasks/999/broadcast", &Auth::ApiKey, json!({})).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.post(&format!("/api/tasks/{id}/broadcast"), &Auth::ApiKey, json!({"agents": "qa"})).await.status,
+        StatusCode::BAD_REQUEST
+    );
+    let roles = app.role_sessions().await;
+    assert_min_role(&app, &roles, Method::POST, &format!("/api/tasks/{id}/broadcast"), Some(json!({})), "operator")
+        .await;
+}

@@ -337,3 +337,20 @@ async fn queued_deliveries_survive_a_restart() {
     assert_eq!(hits[0].body, hits[1].body, "the retry resends the same signed body");
     assert_eq!(hits[0].header("webhook-id"), hits[1].header("webhook-id"));
 }
+
+#[tokio::test]
+async fn agent_status_changes_fire_status_change_and_error_events() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    create_hook(&app, &receiver.url, Some(json!(["agent.status_change", "agent.error"]))).await;
+    let reply =
+        app.post("/api/agents", &Auth::ApiKey, json!({"name": "rover", "role": "qa", "status": "online"})).await;
+    let id = reply.body["agent"]["id"].as_u64().unwrap();
+    app.put(&format!("/api/agents/{id}"), &Auth::ApiKey, json!({"status": "error"})).await;
+    let hits = receiver.wait_for(2).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(receiver.hits().len(), 2);
+    let change = hits.iter().find(|h| h.header("x-svc-event") == Some("agent.status_change")).unwrap().json();
+    assert_eq!(change["data"], json!({"id": id, "name": "rover", "status": "error", "previous_status": "online"}));
+    assert!(hits.iter().any(|h| h.header("x-svc-event") == Some("agent.error")));
+}
