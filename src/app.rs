@@ -88,6 +88,7 @@ pub async fn build(config: Config) -> Result<App, String> {
         webhook_wake: Arc::new(tokio::sync::Notify::new()),
         security_events: Limiter::default(),
     });
+    crate::gateways::api::seed_default(&state).await.map_err(|e| format!("cannot create the default gateway: {e}"))?;
     crate::webhooks::delivery::spawn_worker(&state);
     let generated_admin_password =
         crate::users::seed_first_admin(&state).await.map_err(|e| format!("cannot create the first admin: {e}"))?;
@@ -106,6 +107,7 @@ fn api_router() -> Router {
         .push(crate::tasks::quality::router())
         .push(crate::notifications::api::router())
         .push(crate::webhooks::api::router())
+        .push(crate::gateways::api::router())
         .push(crate::agents::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))

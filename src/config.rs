@@ -64,6 +64,18 @@ pub struct Settings {
     /// Comma-separated proxy IPs whose X-Forwarded-For / X-Real-IP are honoured.
     #[arg(long, env = "SVC_TRUSTED_PROXIES", default_value = "")]
     pub trusted_proxies: String,
+    /// Host of the default gateway created on first run.
+    #[arg(long, env = "AGW_GATEWAY_HOST", default_value = "127.0.0.1")]
+    pub gateway_host: String,
+    /// Port of the default gateway created on first run.
+    #[arg(long, env = "AGW_GATEWAY_PORT", default_value_t = 18789)]
+    pub gateway_port: u16,
+    /// Bearer token of the default gateway.
+    #[arg(long, env = "AGW_GATEWAY_TOKEN")]
+    pub gateway_token: Option<String>,
+    /// Name of the default gateway created on first run.
+    #[arg(long, env = "SVC_DEFAULT_GATEWAY_NAME", default_value = "primary")]
+    pub default_gateway_name: String,
     /// Consecutive failed deliveries after which a webhook's circuit opens.
     #[arg(long, env = "SVC_WEBHOOK_MAX_RETRIES", default_value_t = 5)]
     pub webhook_max_retries: u32,
@@ -113,6 +125,10 @@ pub struct Config {
     pub argon2_iterations: u32,
     pub quality_reviewer: String,
     pub webhook_max_retries: u32,
+    pub gateway_host: String,
+    pub gateway_port: u16,
+    pub gateway_token: Option<String>,
+    pub default_gateway_name: String,
 }
 
 impl fmt::Debug for Config {
@@ -167,6 +183,9 @@ impl Settings {
         if self.argon2_memory_kib < 8 || self.argon2_iterations == 0 {
             return Err("SVC_ARGON2_MEMORY_KIB must be at least 8 and SVC_ARGON2_ITERATIONS at least 1".into());
         }
+        crate::gateways::validate_host(&self.gateway_host).map_err(|e| format!("AGW_GATEWAY_{}", e.to_uppercase()))?;
+        crate::gateways::validate_name(&self.default_gateway_name)
+            .map_err(|e| format!("SVC_DEFAULT_GATEWAY_NAME: {e}"))?;
         let db_path = self.db_path.unwrap_or_else(|| self.data_dir.join("svc.db"));
         Ok(Config {
             port: self.port,
@@ -188,6 +207,10 @@ impl Settings {
             argon2_iterations: self.argon2_iterations,
             quality_reviewer: self.quality_reviewer,
             webhook_max_retries: self.webhook_max_retries.max(1),
+            gateway_host: self.gateway_host,
+            gateway_port: self.gateway_port,
+            gateway_token: self.gateway_token.filter(|t| !t.is_empty()),
+            default_gateway_name: self.default_gateway_name,
         })
     }
 }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod docs;
 pub mod error;
 pub mod events;
+pub mod gateways;
 pub mod http;
 pub mod notifications;
 pub mod store;

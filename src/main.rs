@@ -24,6 +24,18 @@ enum Command {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// Run a simulated agent gateway (agents, live sessions, control and spawn) for demos and tests.
+    GatewaySim {
+        /// Port to listen on.
+        #[arg(long, default_value_t = 18789)]
+        port: u16,
+        /// Address to bind.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// Require this bearer token.
+        #[arg(long)]
+        token: Option<String>,
+    },
 }
 
 fn main() {
@@ -57,6 +69,10 @@ async fn run(cli: Cli) -> i32 {
         Command::Healthcheck { url } => {
             healthcheck(url.unwrap_or_else(|| format!("http://127.0.0.1:{}", config.port))).await
         }
+        Command::GatewaySim { port, host, token } => match opsdeck::gateways::sim::run(&host, port, token).await {
+            Ok(()) => 0,
+            Err(e) => fail(&format!("gateway simulator: cannot listen on {host}:{port}: {e}")),
+        },
         Command::Openapi => {
             let dir = match tempdir_config(config) {
                 Ok(c) => c,

@@ -125,4 +125,9 @@ tables! {
     AGENT_CONNECTIONS: &str => &[u8] = "agent_connections";
     /// (agent id, connection id) → (): an agent's connections, removed with the agent.
     AGENT_CONNECTIONS_BY_AGENT: (u64, &str) => () = "agent_connections_by_agent";
+
+    // gateways
+    GATEWAYS: u64 => &[u8] = "gateways";
+    /// Unique index: lower-cased name → gateway id.
+    GATEWAYS_BY_NAME: &str => u64 = "gateways_by_name";
 }

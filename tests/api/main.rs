@@ -6,6 +6,7 @@ mod agents;
 mod audit;
 mod auth;
 mod events;
+mod gateways;
 mod http_core;
 mod notifications;
 mod receiver;
