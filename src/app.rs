@@ -33,6 +33,8 @@ pub struct AppState {
     pub webhook_wake: Arc<tokio::sync::Notify>,
     /// (action, client) → last time a rate-limited security event was fired.
     pub security_events: Limiter,
+    /// The last local session scan and when it ran.
+    pub local_sessions: tokio::sync::Mutex<Option<(std::time::Instant, Vec<crate::sessions::local::LocalSession>)>>,
 }
 
 impl AppState {
@@ -87,6 +89,7 @@ pub async fn build(config: Config) -> Result<App, String> {
         http: crate::webhooks::delivery::http_client()?,
         webhook_wake: Arc::new(tokio::sync::Notify::new()),
         security_events: Limiter::default(),
+        local_sessions: tokio::sync::Mutex::new(None),
     });
     crate::gateways::api::seed_default(&state).await.map_err(|e| format!("cannot create the default gateway: {e}"))?;
     crate::webhooks::delivery::spawn_worker(&state);
@@ -108,6 +111,7 @@ fn api_router() -> Router {
         .push(crate::notifications::api::router())
         .push(crate::webhooks::api::router())
         .push(crate::gateways::api::router())
+        .push(crate::sessions::api::router())
         .push(crate::agents::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))

@@ -76,6 +76,9 @@ pub struct Settings {
     /// Name of the default gateway created on first run.
     #[arg(long, env = "SVC_DEFAULT_GATEWAY_NAME", default_value = "primary")]
     pub default_gateway_name: String,
+    /// Folder of Claude-Code-style session transcripts (default ~/.claude/projects).
+    #[arg(long, env = "SVC_LOCAL_SESSIONS_DIR")]
+    pub local_sessions_dir: Option<PathBuf>,
     /// Consecutive failed deliveries after which a webhook's circuit opens.
     #[arg(long, env = "SVC_WEBHOOK_MAX_RETRIES", default_value_t = 5)]
     pub webhook_max_retries: u32,
@@ -129,6 +132,12 @@ pub struct Config {
     pub gateway_port: u16,
     pub gateway_token: Option<String>,
     pub default_gateway_name: String,
+    pub local_sessions_dir: PathBuf,
+}
+
+/// `~/<rest>` under $HOME (or the current directory when HOME is unset).
+pub fn home_path(rest: &str) -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".")).join(rest)
 }
 
 impl fmt::Debug for Config {
@@ -211,6 +220,7 @@ impl Settings {
             gateway_port: self.gateway_port,
             gateway_token: self.gateway_token.filter(|t| !t.is_empty()),
             default_gateway_name: self.default_gateway_name,
+            local_sessions_dir: self.local_sessions_dir.unwrap_or_else(|| home_path(".claude/projects")),
         })
     }
 }

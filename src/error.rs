@@ -24,6 +24,9 @@ pub enum AppError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// 502: an agent gateway failed or answered garbage.
+    #[error("{0}")]
+    Upstream(String),
     #[error("Request body too large")]
     PayloadTooLarge,
     /// 429 with the message and the seconds until the window resets (`Retry-After`).
@@ -50,6 +53,7 @@ impl AppError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Upstream(_) => StatusCode::BAD_GATEWAY,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -124,3 +128,8 @@ impl From<crate::store::StoreError> for AppError {
         Self::Internal(e.to_string())
     }
 }
+
+macro_rules! via_store {
+    ($($t:ty),*) => { $( impl From<$t> for AppError { fn from(e: $t) -> Self { crate::store::StoreError::from(e).into() } } )* };
+}
+via_store!(redb::TableError, redb::StorageError);

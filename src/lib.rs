@@ -11,6 +11,7 @@ pub mod events;
 pub mod gateways;
 pub mod http;
 pub mod notifications;
+pub mod sessions;
 pub mod store;
 pub mod tasks;
 pub mod users;

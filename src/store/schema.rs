@@ -130,4 +130,6 @@ tables! {
     GATEWAYS: u64 => &[u8] = "gateways";
     /// Unique index: lower-cased name → gateway id.
     GATEWAYS_BY_NAME: &str => u64 = "gateways_by_name";
+    /// Session id → control state of sessions no gateway owns (local and token-derived).
+    SESSION_CONTROLS: &str => &[u8] = "session_controls";
 }

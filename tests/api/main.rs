@@ -10,6 +10,7 @@ mod gateways;
 mod http_core;
 mod notifications;
 mod receiver;
+mod sessions;
 mod tasks;
 mod users;
 mod webhooks;
