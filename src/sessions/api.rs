@@ -96,7 +96,7 @@ async fn gateway_sessions(state: &AppState, now: i64) -> AppResult<Vec<Session>>
             Err(_) => tracing::debug!(gateway = %g.name, "gateway sessions timed out"),
         }
     }
-    out.sort_by(|a, b| b.last_activity.cmp(&a.last_activity));
+    out.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
     Ok(out)
 }
 
@@ -132,7 +132,7 @@ pub async fn collect(state: &AppState) -> AppResult<Vec<Session>> {
     let now = now_secs();
     let mut all = gateway_sessions(state, now).await?;
     let mut locals: Vec<Session> = local_sessions(state, false).await.iter().map(|s| from_local(s, now)).collect();
-    locals.sort_by(|a, b| b.last_activity.cmp(&a.last_activity));
+    locals.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
     all.extend(locals);
     all.extend(crate::sessions::from_token_usage(state, now).await?);
     let controls = state.store.read(controls).await?;
