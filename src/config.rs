@@ -76,6 +76,13 @@ pub struct Settings {
     /// Name of the default gateway created on first run.
     #[arg(long, env = "SVC_DEFAULT_GATEWAY_NAME", default_value = "primary")]
     pub default_gateway_name: String,
+    /// The agent gateway's home directory (default ~/.openclaw).
+    #[arg(long, env = "AGW_HOME")]
+    pub agw_home: Option<PathBuf>,
+    /// The gateway's agent configuration file read by agent sync when the gateway is unreachable
+    /// (default <AGW_HOME>/openclaw.json).
+    #[arg(long, env = "AGW_CONFIG_PATH")]
+    pub agw_config_path: Option<PathBuf>,
     /// Folder of Claude-Code-style session transcripts (default ~/.claude/projects).
     #[arg(long, env = "SVC_LOCAL_SESSIONS_DIR")]
     pub local_sessions_dir: Option<PathBuf>,
@@ -133,6 +140,9 @@ pub struct Config {
     pub gateway_token: Option<String>,
     pub default_gateway_name: String,
     pub local_sessions_dir: PathBuf,
+    /// The agent gateway's home directory (`AGW_HOME`, default `~/.openclaw`).
+    pub agw_home: PathBuf,
+    pub agw_config_path: PathBuf,
 }
 
 /// `~/<rest>` under $HOME (or the current directory when HOME is unset).
@@ -195,6 +205,11 @@ impl Settings {
         crate::gateways::validate_host(&self.gateway_host).map_err(|e| format!("AGW_GATEWAY_{}", e.to_uppercase()))?;
         crate::gateways::validate_name(&self.default_gateway_name)
             .map_err(|e| format!("SVC_DEFAULT_GATEWAY_NAME: {e}"))?;
+        let agw_home = self.agw_home.filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| home_path(".openclaw"));
+        let agw_config_path = self
+            .agw_config_path
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| agw_home.join("openclaw.json"));
         let db_path = self.db_path.unwrap_or_else(|| self.data_dir.join("svc.db"));
         Ok(Config {
             port: self.port,
@@ -221,6 +236,8 @@ impl Settings {
             gateway_token: self.gateway_token.filter(|t| !t.is_empty()),
             default_gateway_name: self.default_gateway_name,
             local_sessions_dir: self.local_sessions_dir.unwrap_or_else(|| home_path(".claude/projects")),
+            agw_home,
+            agw_config_path,
         })
     }
 }

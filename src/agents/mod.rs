@@ -5,6 +5,7 @@
 pub mod api;
 pub mod rules;
 pub mod store;
+pub mod sync;
 pub mod workspace;
 
 use salvo_oapi::ToSchema;

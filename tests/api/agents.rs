@@ -107,8 +107,7 @@ async fn create_stores_every_given_field() {
         &app,
         json!({
             "name": "Aegis the Guardian", "role": "qa", "status": "idle", "session_key": "agent:aegis:main",
-            "soul_content": "Guard the gates.", "config": {"model": "m1", "workspace": "/srv/aegis"},
-            "write_to_gateway": true
+            "soul_content": "Guard the gates.", "config": {"model": "m1", "workspace": "/srv/aegis"}
         }),
     )
     .await;

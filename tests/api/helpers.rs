@@ -88,6 +88,10 @@ pub async fn try_spawn_app_with(extra: &[&str]) -> Result<TestApp, String> {
         ("--cookie-secure", "false"),
         ("--trusted-proxies", ""),
         ("--allowed-hosts", "localhost,127.0.0.1"),
+        // No real gateway or transcripts of the machine running the tests: port 1 is always closed.
+        ("--gateway-port", "1"),
+        ("--agw-home", "/nonexistent/opsdeck-test-agw-home"),
+        ("--local-sessions-dir", "/nonexistent/opsdeck-test-sessions"),
     ];
     // `extra` is flag/value pairs; a flag given there replaces its default.
     let overrides: Vec<(&str, &str)> = extra.chunks(2).map(|p| (p[0], p[1])).collect();

@@ -2,6 +2,7 @@
 
 mod helpers;
 
+mod agent_sync;
 mod agents;
 mod audit;
 mod auth;

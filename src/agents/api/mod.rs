@@ -2,6 +2,7 @@
 //! interface's responses. This file: the registry (list, create, show, update, delete) and the router;
 //! `runtime.rs`: heartbeat, soul, memory and wake; `messaging.rs`: messages, comms and tool connections.
 
+pub mod gateway;
 pub mod messaging;
 pub mod runtime;
 
@@ -106,8 +107,7 @@ pub struct CreateAgent {
     pub template: Option<String>,
     /// A JSON object merged into config over the other sources.
     pub gateway_config: Option<Value>,
-    /// Accepted for compatibility. Spawning the agent through its gateway is not done by this endpoint
-    /// yet: the flag is ignored and nothing is sent to a gateway.
+    /// Also spawn the agent through its preferred gateway (else the primary); 502 when it refuses.
     pub write_to_gateway: Option<bool>,
 }
 
@@ -118,9 +118,6 @@ pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Agen
     let who = require_principal(depot)?;
     let ip = client_ip(depot);
     let body: CreateAgent = json_body(req).await?;
-    // `write_to_gateway` is deliberately ignored: gateway spawning belongs to the gateways feature and
-    // this endpoint must not pretend an agent was spawned.
-    let _ = body.write_to_gateway;
     let name = body.name.trim().to_string();
     let role = body.role.trim().to_string();
     let mut checks = Checks::default();
@@ -148,6 +145,13 @@ pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Agen
         soul_content: body.soul_content.filter(|s| !s.is_empty()),
         config,
     };
+    if body.write_to_gateway.unwrap_or(false) {
+        let name = new.name.clone();
+        if state.store.read(move |tx| store::find_by_name(tx, &name)).await?.is_some() {
+            return Err(AppError::Conflict("Agent name already exists".into()));
+        }
+        gateway::spawn(&state, &new.name, &new.config, new.session_key.as_deref()).await?;
+    }
     let agent = state.write(move |tx| rules::create(tx, &who, ip, new)).await?;
     Ok(Json(AgentEnvelope { agent: one_view(&state, agent).await? }))
 }
@@ -309,6 +313,7 @@ pub fn router() -> Router {
         .push(operator().post(create).put(update_by_name))
         .push(Router::with_path("comms").push(viewer().get(messaging::comms)))
         .push(Router::with_path("message").push(operator().post(messaging::send_message)))
+        .push(Router::with_path("sync").push(operator().post(gateway::sync)))
         .push(
             Router::with_path("{id}")
                 .push(viewer().get(show))

@@ -254,7 +254,8 @@ pub async fn wake(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Succes
     if reason.len() > MAX_CONTENT_BYTES {
         return Err(AppError::validation("reason", "must be at most 65536 bytes"));
     }
-    // Asking the agent's gateway to wake it (POST /control) is the gateways feature's part.
-    state.write(move |tx| rules::wake(tx, &who.username, &key, &reason)).await?;
+    let nudge_reason = reason.clone();
+    let (agent, _) = state.write(move |tx| rules::wake(tx, &who.username, &key, &reason)).await?;
+    super::gateway::nudge(&state, &agent.config, agent.session_key.as_deref(), &nudge_reason).await;
     Ok(Json(SuccessBody { success: true }))
 }
