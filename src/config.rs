@@ -73,6 +73,36 @@ pub struct Settings {
     /// Argon2id iterations for password hashes.
     #[arg(long, env = "SVC_ARGON2_ITERATIONS", default_value_t = 2)]
     pub argon2_iterations: u32,
+    /// Home directory of the agent gateway (default: ~/.openclaw).
+    #[arg(long, env = "AGW_HOME")]
+    pub agw_home: Option<PathBuf>,
+    /// Directory of the gateway's log files shown by `GET /api/logs` (default: <AGW_HOME>/logs).
+    #[arg(long, env = "AGW_LOG_DIR")]
+    pub agw_log_dir: Option<PathBuf>,
+    /// Host of the default gateway; also the default of the `gateway.host` setting.
+    #[arg(long, env = "AGW_GATEWAY_HOST", default_value = "127.0.0.1")]
+    pub agw_gateway_host: String,
+    /// Port of the default gateway; also the default of the `gateway.port` setting.
+    #[arg(long, env = "AGW_GATEWAY_PORT", default_value_t = 18789)]
+    pub agw_gateway_port: u16,
+    /// Days to keep activities when the `retention.activities_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_ACTIVITIES_DAYS")]
+    pub retain_activities_days: Option<u64>,
+    /// Days to keep audit rows when the `retention.audit_log_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_AUDIT_DAYS")]
+    pub retain_audit_days: Option<u64>,
+    /// Days to keep stored log entries when the `retention.logs_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_LOGS_DAYS")]
+    pub retain_logs_days: Option<u64>,
+    /// Days to keep notifications when the `retention.notifications_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_NOTIFICATIONS_DAYS")]
+    pub retain_notifications_days: Option<u64>,
+    /// Days to keep pipeline runs when the `retention.pipeline_runs_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_PIPELINE_RUNS_DAYS")]
+    pub retain_pipeline_runs_days: Option<u64>,
+    /// Days to keep token usage when the `retention.token_usage_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_TOKEN_USAGE_DAYS")]
+    pub retain_token_usage_days: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +139,25 @@ pub struct Config {
     pub argon2_memory_kib: u32,
     pub argon2_iterations: u32,
     pub quality_reviewer: String,
+    /// The agent gateway's home directory (`AGW_HOME`, default `~/.openclaw`).
+    pub agw_home: PathBuf,
+    /// Where gateway log files are read from (`AGW_LOG_DIR`, default `<AGW_HOME>/logs`).
+    pub agw_log_dir: PathBuf,
+    pub agw_gateway_host: String,
+    pub agw_gateway_port: u16,
+    /// `SVC_RETAIN_*` values given by the operator (unset ones are `None`).
+    pub retention_env: RetentionEnv,
+}
+
+/// Retention days from the `SVC_RETAIN_*` environment variables; `None` when a variable is not set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetentionEnv {
+    pub activities: Option<u64>,
+    pub audit: Option<u64>,
+    pub logs: Option<u64>,
+    pub notifications: Option<u64>,
+    pub pipeline_runs: Option<u64>,
+    pub token_usage: Option<u64>,
 }
 
 impl fmt::Debug for Config {
@@ -124,6 +173,7 @@ impl fmt::Debug for Config {
             .field("api_key", &redact(&self.api_key))
             .field("allowed_hosts", &self.allowed_hosts)
             .field("cookie_secure", &self.cookie_secure)
+            .field("agw_log_dir", &self.agw_log_dir)
             .finish_non_exhaustive()
     }
 }
@@ -164,6 +214,19 @@ impl Settings {
             return Err("SVC_ARGON2_MEMORY_KIB must be at least 8 and SVC_ARGON2_ITERATIONS at least 1".into());
         }
         let db_path = self.db_path.unwrap_or_else(|| self.data_dir.join("svc.db"));
+        let agw_home = match self.agw_home.filter(|p| !p.as_os_str().is_empty()) {
+            Some(home) => home,
+            None => default_agw_home(),
+        };
+        let agw_log_dir =
+            self.agw_log_dir.filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| agw_home.join("logs"));
+        let agw_gateway_host = self.agw_gateway_host.trim().to_string();
+        if agw_gateway_host.is_empty() || agw_gateway_host.chars().any(char::is_whitespace) {
+            return Err("AGW_GATEWAY_HOST: must be a host name or IP address".into());
+        }
+        if self.agw_gateway_port == 0 {
+            return Err("AGW_GATEWAY_PORT: must be between 1 and 65535".into());
+        }
         Ok(Config {
             port: self.port,
             hostname: self.hostname,
@@ -183,7 +246,27 @@ impl Settings {
             argon2_memory_kib: self.argon2_memory_kib,
             argon2_iterations: self.argon2_iterations,
             quality_reviewer: self.quality_reviewer,
+            agw_home,
+            agw_log_dir,
+            agw_gateway_host,
+            agw_gateway_port: self.agw_gateway_port,
+            retention_env: RetentionEnv {
+                activities: self.retain_activities_days,
+                audit: self.retain_audit_days,
+                logs: self.retain_logs_days,
+                notifications: self.retain_notifications_days,
+                pipeline_runs: self.retain_pipeline_runs_days,
+                token_usage: self.retain_token_usage_days,
+            },
         })
+    }
+}
+
+/// `~/.openclaw`; without `HOME` (e.g. a bare container) `.openclaw` in the working directory.
+fn default_agw_home() -> PathBuf {
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".openclaw"),
+        None => PathBuf::from(".openclaw"),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod notifications;
+pub mod settings;
 pub mod store;
 pub mod tasks;
 pub mod users;

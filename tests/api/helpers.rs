@@ -71,6 +71,8 @@ impl Reply {
 pub async fn spawn_app_with(extra: &[&str]) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().to_string_lossy().to_string();
+    // Never the developer's real ~/.openclaw: a gateway home that does not exist unless a test says so.
+    let agw_home = dir.path().join("agw-home").to_string_lossy().to_string();
     let defaults = [
         ("--env", "development"),
         ("--data-dir", data.as_str()),
@@ -83,6 +85,7 @@ pub async fn spawn_app_with(extra: &[&str]) -> TestApp {
         ("--cookie-secure", "false"),
         ("--trusted-proxies", ""),
         ("--allowed-hosts", "localhost,127.0.0.1"),
+        ("--agw-home", agw_home.as_str()),
     ];
     // `extra` is flag/value pairs; a flag given there replaces its default.
     let overrides: Vec<(&str, &str)> = extra.chunks(2).map(|p| (p[0], p[1])).collect();

@@ -7,5 +7,6 @@ mod auth;
 mod events;
 mod http_core;
 mod notifications;
+mod settings;
 mod tasks;
 mod users;
