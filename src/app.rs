@@ -92,6 +92,7 @@ fn api_router() -> Router {
         .push(crate::tasks::api::router())
         .push(crate::tasks::quality::router())
         .push(crate::notifications::api::router())
+        .push(crate::logs::api::router())
         .push(crate::settings::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))

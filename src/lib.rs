@@ -8,6 +8,7 @@ pub mod docs;
 pub mod error;
 pub mod events;
 pub mod http;
+pub mod logs;
 pub mod notifications;
 pub mod settings;
 pub mod store;

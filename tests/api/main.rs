@@ -6,6 +6,7 @@ mod audit;
 mod auth;
 mod events;
 mod http_core;
+mod logs;
 mod notifications;
 mod settings;
 mod tasks;
