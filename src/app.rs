@@ -27,6 +27,8 @@ pub struct AppState {
     pub login_failures: Limiter,
     pub passwords: Passwords,
     pub openapi_json: OnceLock<String>,
+    /// Held while a backup runs: backups are single-flight.
+    pub backup_lock: tokio::sync::Mutex<()>,
 }
 
 impl AppState {
@@ -75,6 +77,7 @@ pub async fn build(config: Config) -> Result<App, String> {
         login_failures: Limiter::default(),
         passwords,
         openapi_json: OnceLock::new(),
+        backup_lock: tokio::sync::Mutex::new(()),
     });
     let generated_admin_password =
         crate::users::seed_first_admin(&state).await.map_err(|e| format!("cannot create the first admin: {e}"))?;
@@ -94,6 +97,7 @@ fn api_router() -> Router {
         .push(crate::notifications::api::router())
         .push(crate::logs::api::router())
         .push(crate::settings::api::router())
+        .push(crate::backups::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))
 }

@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod app;
 pub mod audit;
+pub mod backups;
 pub mod config;
 pub mod docs;
 pub mod error;

@@ -4,6 +4,7 @@ mod helpers;
 
 mod audit;
 mod auth;
+mod backups;
 mod events;
 mod http_core;
 mod logs;
