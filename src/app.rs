@@ -35,6 +35,8 @@ pub struct AppState {
     pub security_events: Limiter,
     /// The last local session scan and when it ran.
     pub local_sessions: tokio::sync::Mutex<Option<(std::time::Instant, Vec<crate::sessions::local::LocalSession>)>>,
+    /// Held while a backup runs: backups are single-flight.
+    pub backup_lock: tokio::sync::Mutex<()>,
 }
 
 impl AppState {
@@ -90,6 +92,7 @@ pub async fn build(config: Config) -> Result<App, String> {
         webhook_wake: Arc::new(tokio::sync::Notify::new()),
         security_events: Limiter::default(),
         local_sessions: tokio::sync::Mutex::new(None),
+        backup_lock: tokio::sync::Mutex::new(()),
     });
     crate::gateways::api::seed_default(&state).await.map_err(|e| format!("cannot create the default gateway: {e}"))?;
     crate::webhooks::delivery::spawn_worker(&state);
@@ -113,6 +116,9 @@ fn api_router() -> Router {
         .push(crate::gateways::api::router())
         .push(crate::sessions::api::router())
         .push(crate::agents::api::router())
+        .push(crate::logs::api::router())
+        .push(crate::settings::api::router())
+        .push(crate::backups::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))
 }

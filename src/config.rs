@@ -98,6 +98,27 @@ pub struct Settings {
     /// Argon2id iterations for password hashes.
     #[arg(long, env = "SVC_ARGON2_ITERATIONS", default_value_t = 2)]
     pub argon2_iterations: u32,
+    /// Directory of the gateway's log files shown by `GET /api/logs` (default: <AGW_HOME>/logs).
+    #[arg(long, env = "AGW_LOG_DIR")]
+    pub agw_log_dir: Option<PathBuf>,
+    /// Days to keep activities when the `retention.activities_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_ACTIVITIES_DAYS")]
+    pub retain_activities_days: Option<u64>,
+    /// Days to keep audit rows when the `retention.audit_log_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_AUDIT_DAYS")]
+    pub retain_audit_days: Option<u64>,
+    /// Days to keep stored log entries when the `retention.logs_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_LOGS_DAYS")]
+    pub retain_logs_days: Option<u64>,
+    /// Days to keep notifications when the `retention.notifications_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_NOTIFICATIONS_DAYS")]
+    pub retain_notifications_days: Option<u64>,
+    /// Days to keep pipeline runs when the `retention.pipeline_runs_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_PIPELINE_RUNS_DAYS")]
+    pub retain_pipeline_runs_days: Option<u64>,
+    /// Days to keep token usage when the `retention.token_usage_days` setting is not stored (0 keeps forever).
+    #[arg(long, env = "SVC_RETAIN_TOKEN_USAGE_DAYS")]
+    pub retain_token_usage_days: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,11 +164,30 @@ pub struct Config {
     /// The agent gateway's home directory (`AGW_HOME`, default `~/.openclaw`).
     pub agw_home: PathBuf,
     pub agw_config_path: PathBuf,
+    /// Where gateway log files are read from (`AGW_LOG_DIR`, default `<AGW_HOME>/logs`).
+    pub agw_log_dir: PathBuf,
+    /// `SVC_RETAIN_*` values given by the operator (unset ones are `None`).
+    pub retention_env: RetentionEnv,
 }
 
-/// `~/<rest>` under $HOME (or the current directory when HOME is unset).
+/// Retention days from the `SVC_RETAIN_*` environment variables; `None` when a variable is not set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetentionEnv {
+    pub activities: Option<u64>,
+    pub audit: Option<u64>,
+    pub logs: Option<u64>,
+    pub notifications: Option<u64>,
+    pub pipeline_runs: Option<u64>,
+    pub token_usage: Option<u64>,
+}
+
+/// `~/<rest>` under $HOME (or the working directory when HOME is unset, e.g. a bare container).
 pub fn home_path(rest: &str) -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".")).join(rest)
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(rest)
 }
 
 impl fmt::Debug for Config {
@@ -163,6 +203,7 @@ impl fmt::Debug for Config {
             .field("api_key", &redact(&self.api_key))
             .field("allowed_hosts", &self.allowed_hosts)
             .field("cookie_secure", &self.cookie_secure)
+            .field("agw_log_dir", &self.agw_log_dir)
             .finish_non_exhaustive()
     }
 }
@@ -211,6 +252,11 @@ impl Settings {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| agw_home.join("openclaw.json"));
         let db_path = self.db_path.unwrap_or_else(|| self.data_dir.join("svc.db"));
+        let agw_log_dir =
+            self.agw_log_dir.filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| agw_home.join("logs"));
+        if self.gateway_port == 0 {
+            return Err("AGW_GATEWAY_PORT: must be between 1 and 65535".into());
+        }
         Ok(Config {
             port: self.port,
             hostname: self.hostname,
@@ -238,6 +284,15 @@ impl Settings {
             local_sessions_dir: self.local_sessions_dir.unwrap_or_else(|| home_path(".claude/projects")),
             agw_home,
             agw_config_path,
+            agw_log_dir,
+            retention_env: RetentionEnv {
+                activities: self.retain_activities_days,
+                audit: self.retain_audit_days,
+                logs: self.retain_logs_days,
+                notifications: self.retain_notifications_days,
+                pipeline_runs: self.retain_pipeline_runs_days,
+                token_usage: self.retain_token_usage_days,
+            },
         })
     }
 }

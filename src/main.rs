@@ -36,6 +36,18 @@ enum Command {
         #[arg(long)]
         token: Option<String>,
     },
+    /// Write a consistent copy of the database to FILE (service stopped; online: POST /api/backup).
+    Backup {
+        /// Where to write the backup.
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+    },
+    /// Replace the database with the backup FILE (service stopped). A file that is not a complete
+    /// OpsDeck database is refused and the current database is left untouched.
+    Restore {
+        #[arg(value_name = "FILE")]
+        file: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -72,6 +84,26 @@ async fn run(cli: Cli) -> i32 {
         Command::GatewaySim { port, host, token } => match opsdeck::gateways::sim::run(&host, port, token).await {
             Ok(()) => 0,
             Err(e) => fail(&format!("gateway simulator: cannot listen on {host}:{port}: {e}")),
+        },
+        Command::Backup { out } => match opsdeck::backups::backup_file(&config.db_path, &out) {
+            Ok(size) => {
+                println!("backup written to {} ({size} bytes)", out.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("opsdeck: backup failed: {e}");
+                1
+            }
+        },
+        Command::Restore { file } => match opsdeck::backups::restore_file(&file, &config.db_path) {
+            Ok(size) => {
+                println!("restored {} into {} ({size} bytes)", file.display(), config.db_path.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("opsdeck: restore failed: {e}");
+                1
+            }
         },
         Command::Openapi => {
             let dir = match tempdir_config(config) {

@@ -156,3 +156,26 @@ pub fn now_secs() -> i64 {
 pub fn now_millis() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use redb::{ReadableDatabase, TableHandle};
+
+    use super::*;
+
+    /// The backup copies `ALL_TABLES`; it must be exactly the set of tables a database holds.
+    #[test]
+    fn all_tables_is_every_table_of_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("svc.db")).unwrap();
+        let tx = store.database().begin_read().unwrap();
+        let in_file: BTreeSet<String> = tx.list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        let declared: BTreeSet<String> = schema::ALL_TABLES.iter().map(|s| s.to_string()).collect();
+        assert_eq!(declared.len(), schema::ALL_TABLES.len(), "a table name is declared twice");
+        assert_eq!(in_file, declared);
+        assert_eq!(tx.list_multimap_tables().unwrap().count(), 0, "multimap tables are not copied by backups");
+        assert_eq!(schema::check_all(&tx).unwrap(), 0);
+    }
+}

@@ -19,6 +19,20 @@ macro_rules! tables {
             Ok(())
         }
 
+        /// Opens every table of a snapshot with its declared key and value types and reads every row;
+        /// returns the number of rows. Fails on a missing table, a type mismatch or an unreadable page.
+        pub fn check_all(src: &ReadTransaction) -> Result<u64, redb::Error> {
+            use redb::ReadableTable;
+            let mut rows = 0;
+            $(
+                for row in src.open_table($name)?.iter()? {
+                    row?;
+                    rows += 1;
+                }
+            )*
+            Ok(rows)
+        }
+
         /// Copies every table of a read snapshot into another database's write transaction.
         pub fn copy_all(src: &ReadTransaction, dst: &WriteTransaction) -> Result<(), redb::Error> {
             use redb::ReadableTable;
@@ -132,4 +146,13 @@ tables! {
     GATEWAYS_BY_NAME: &str => u64 = "gateways_by_name";
     /// Session id → control state of sessions no gateway owns (local and token-derived).
     SESSION_CONTROLS: &str => &[u8] = "session_controls";
+
+    // ops
+    /// Stored overrides of the system settings: key → {value, updated_by, updated_at}.
+    SETTINGS: &str => &[u8] = "settings";
+    /// Log entries added through the API: (timestamp ms, sequence) → entry, so recent and tail are range
+    /// reads and retention deletes a prefix.
+    LOGS: (u64, u64) => &[u8] = "logs";
+    /// Source → number of stored log entries with it (the `sources` list without a scan).
+    LOG_SOURCES: &str => u64 = "log_sources";
 }

@@ -22,9 +22,8 @@ use crate::users::Role;
 const EVENT_FAMILIES: [&str; 5] = ["activity.", "agent.", "notification.", "security.", "test."];
 
 /// Whether failed deliveries are retried (setting `webhooks.retry_enabled`).
-pub async fn retry_enabled(_state: &AppState) -> bool {
-    // Settings land with the operations feature; until it is merged the default (enabled) applies.
-    true
+pub async fn retry_enabled(state: &AppState) -> bool {
+    crate::settings::enabled(state, crate::settings::Key::WebhooksRetryEnabled).await.unwrap_or(true)
 }
 
 fn check_name(p: &mut Problems, name: &str) {

@@ -76,6 +76,8 @@ pub async fn spawn_app_with(extra: &[&str]) -> TestApp {
 pub async fn try_spawn_app_with(extra: &[&str]) -> Result<TestApp, String> {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().to_string_lossy().to_string();
+    // Never the developer's real ~/.openclaw: a gateway home that does not exist unless a test says so.
+    let agw_home = dir.path().join("agw-home").to_string_lossy().to_string();
     let defaults = [
         ("--env", "development"),
         ("--data-dir", data.as_str()),
@@ -90,8 +92,8 @@ pub async fn try_spawn_app_with(extra: &[&str]) -> Result<TestApp, String> {
         ("--allowed-hosts", "localhost,127.0.0.1"),
         // No real gateway or transcripts of the machine running the tests: port 1 is always closed.
         ("--gateway-port", "1"),
-        ("--agw-home", "/nonexistent/opsdeck-test-agw-home"),
         ("--local-sessions-dir", "/nonexistent/opsdeck-test-sessions"),
+        ("--agw-home", agw_home.as_str()),
     ];
     // `extra` is flag/value pairs; a flag given there replaces its default.
     let overrides: Vec<(&str, &str)> = extra.chunks(2).map(|p| (p[0], p[1])).collect();

@@ -354,3 +354,20 @@ async fn agent_status_changes_fire_status_change_and_error_events() {
     assert_eq!(change["data"], json!({"id": id, "name": "rover", "status": "error", "previous_status": "online"}));
     assert!(hits.iter().any(|h| h.header("x-svc-event") == Some("agent.error")));
 }
+
+#[tokio::test]
+async fn the_retry_setting_switches_scheduled_retries_off() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    receiver.respond_with(500);
+    let (id, _) = create_hook(&app, &receiver.url, Some(json!(["activity.task_created"]))).await;
+    let off =
+        app.put("/api/settings", &Auth::ApiKey, json!({"settings": {"webhooks.retry_enabled": "disabled"}})).await;
+    assert_eq!(off.status, StatusCode::OK, "{}", off.text);
+    app.post("/api/tasks", &Auth::ApiKey, json!({"title": "No retry"})).await;
+    receiver.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let list = app.get(&format!("/api/webhooks/deliveries?webhook_id={id}"), &Auth::ApiKey).await;
+    assert_eq!(list.body["total"], 1, "no retry queued: {}", list.text);
+    assert!(list.body["deliveries"][0]["next_retry_at"].is_null());
+}
