@@ -13,6 +13,7 @@ pub mod http;
 pub mod notifications;
 pub mod store;
 pub mod tasks;
+pub mod ui;
 pub mod users;
 pub mod webhooks;
 

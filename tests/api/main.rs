@@ -11,5 +11,6 @@ mod http_core;
 mod notifications;
 mod receiver;
 mod tasks;
+mod ui;
 mod users;
 mod webhooks;
