@@ -13,7 +13,7 @@ export function barChart(points, { format = String, height = 220, ariaLabel = 'C
   const innerW = W - pad.left - pad.right;
   const innerH = H - pad.top - pad.bottom;
   const max = Math.max(0, ...points.map((p) => p.value)) || 1;
-  const svg = h('svg:svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': ariaLabel, preserveAspectRatio: 'none' });
+  const svg = h('svg:svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': ariaLabel });
   // Grid lines and axis labels at 0, 50 %, 100 %.
   for (const f of [0, 0.5, 1]) {
     const y = pad.top + innerH * (1 - f);

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { calls, installFixtures } from './contract-fixtures.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const BIN = resolve(process.env.OPSDECK_BIN || join(here, '../../target/debug/opsdeck'));
@@ -457,6 +458,73 @@ describe('small screens, dark mode, and the viewer role', () => {
     await context.close();
   });
 });
+
+describe('pages built ahead of their API, against the interface contract', () => {
+  test('sessions, tokens, alerts, logs, settings, backups and scheduler render contract data and act on it', async () => {
+    const { context, page, problems } = await newPage();
+    await installFixtures(context);
+    await login(page, problems);
+    const called = (k, pred = () => true) => calls.some((c) => c.key === k && pred(c.body || {}));
+    await page.locator('[data-stat="sessions"] .stat-value').getByText('1').waitFor();
+    await page.locator('[data-stat="cost"] .stat-value').getByText('$0.3812').waitFor();
+
+    await page.locator('nav a[href="/sessions"]').click();
+    await page.getByText('12k/200k (6%)').waitFor();
+    await page.getByRole('row', { name: /atlas/ }).getByRole('button', { name: 'Pause' }).click();
+    await page.locator('.toast').getByText('Session paused').waitFor();
+    assert.ok(called('POST /api/sessions/control', (b) => b.action === 'pause'));
+
+    await page.locator('nav a[href="/tokens"]').click();
+    await page.locator('.stat-value').getByText('$0.3812').waitFor();
+    assert.equal(await page.locator('.chart-bar').count(), 24);
+    await page.getByRole('cell', { name: 'claude-opus-4-5' }).waitFor();
+    await shot(page, 'tokens-1280-contract');
+    await page.getByRole('button', { name: '7 days' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('.chart-bar').length === 2);
+    assert.match(await page.getByRole('link', { name: 'Export CSV' }).getAttribute('href'), /action=export&timeframe=week&format=csv/);
+
+    await page.locator('nav a[href="/alerts"]').click();
+    await page.getByRole('cell', { name: /Agents offline/ }).first().waitFor();
+    await page.getByRole('button', { name: 'Evaluate now' }).click();
+    await page.getByText('Evaluated 1 rules · 1 triggered').waitFor();
+    await page.getByLabel('Enable Critical tasks').check();
+    await page.locator('.toast').getByText('Critical tasks enabled').waitFor();
+    assert.ok(called('PUT /api/alerts', (b) => b.id === 2 && b.enabled === true));
+
+    await page.locator('nav a[href="/logs"]').click();
+    await page.getByText('session atlas:main lost its channel').waitFor();
+    await page.getByRole('button', { name: 'Toggle live tail' }).click();
+    await page.waitForFunction(() => document.querySelector('[aria-pressed="true"]'));
+    await expectSoon(() => called('GET /api/logs?tail'));
+
+    await page.locator('nav a[href="/settings"]').click();
+    await page.getByLabel('retention.logs_days').fill('14');
+    await page.getByRole('button', { name: 'Save 1 change' }).click();
+    await page.locator('.toast').getByText('Saved 1 setting').waitFor();
+    assert.ok(called('PUT /api/settings', (b) => b.settings['retention.logs_days'] === '14'));
+
+    await page.locator('nav a[href="/backups"]').click();
+    await page.getByText('svc-backup-2026-11-20_03-00-00.db').waitFor();
+    await page.getByRole('button', { name: 'Create backup' }).click();
+    await page.getByText(/Backup svc-backup-2026-11-21_06-00-00\.db created/).waitFor();
+
+    await page.locator('nav a[href="/scheduler"]').click();
+    await page.getByRole('row', { name: /Agent heartbeat check/ }).getByRole('button', { name: 'Run now' }).click();
+    await page.locator('.toast').getByText('Ran agent_heartbeat').waitFor();
+    assert.ok(called('POST /api/scheduler', (b) => b.task_id === 'agent_heartbeat'));
+
+    assertClean(problems, [], 'with contract fixtures');
+    await context.close();
+  });
+});
+
+async function expectSoon(fn) {
+  for (let i = 0; i < 50; i += 1) {
+    if (fn()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(fn());
+}
 
 async function expectStatus(id, status) {
   for (let i = 0; i < 30; i += 1) {

@@ -10,7 +10,7 @@ const FRAMES = [['hour', 'Hour'], ['day', '24 h'], ['week', '7 days'], ['month',
 function statsTable(entries, name) {
   return table(
     [
-      { label: name, render: (e) => e[0] },
+      { label: name, render: (e) => e[0], class: 'nowrap' },
       { label: 'Requests', render: (e) => fmtNum(e[1].requestCount), class: 'num' },
       { label: 'Tokens', render: (e) => fmtNum(e[1].totalTokens), class: 'num' },
       { label: 'Avg / request', render: (e) => fmtNum(e[1].avgTokensPerRequest), class: 'num' },
