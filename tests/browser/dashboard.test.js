@@ -404,8 +404,17 @@ describe('as admin', () => {
     assertClean(problems, [], 'webhooks');
   });
 
+  test('check a gateway\'s health and see the result with its error', async () => {
+    await page.locator('nav a[href="/gateways"]').click();
+    await page.getByRole('row', { name: /primary/ }).getByRole('button', { name: 'Check' }).click();
+    const result = page.locator('.health-results .notice');
+    await result.waitFor();
+    assert.match(await result.textContent(), /Unhealthy.*primary: (unknown|degraded|offline)/s);
+    assertClean(problems, [], 'gateway health');
+  });
+
   test('screenshots at 1280 px', async () => {
-    for (const [path, name] of [['/', 'overview-1280'], ['/tasks', 'tasks-1280'], ['/agents', 'agents-1280'], ['/webhooks', 'webhooks-1280']]) {
+    for (const [path, name] of [['/', 'overview-1280'], ['/tasks', 'tasks-1280'], ['/agents', 'agents-1280'], ['/webhooks', 'webhooks-1280'], ['/gateways', 'gateways-1280'], ['/users', 'users-1280'], ['/notifications', 'notifications-1280'], ['/audit', 'audit-1280']]) {
       await page.goto(`${base}${path}`);
       await page.waitForFunction(() => !document.querySelector('main .loading'));
       await page.waitForTimeout(200);
