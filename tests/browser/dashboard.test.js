@@ -422,6 +422,19 @@ describe('as admin', () => {
     }
     assertClean(problems, optional404(OPTIONAL_APIS), 'screenshots');
   });
+  test('mark notifications read: one, then all; the unread count in the navigation follows', async () => {
+    await page.locator('nav a[href="/notifications"]').click();
+    const count = page.locator('#unread-count');
+    await count.waitFor();
+    const before = Number(await count.textContent());
+    assert.ok(before >= 2, `unread before: ${before}`);
+    await page.locator('.notif.unread').first().getByRole('button', { name: 'Mark read' }).click();
+    await page.waitForFunction((n) => document.querySelector('#unread-count').textContent === String(n), before - 1);
+    await page.getByRole('button', { name: 'Mark all read' }).click();
+    await count.waitFor({ state: 'hidden' });
+    assert.equal(await page.locator('.notif.unread').count(), 0);
+    assertClean(problems, [], 'notifications');
+  });
 });
 
 describe('small screens, dark mode, and the viewer role', () => {
