@@ -100,6 +100,8 @@ pub async fn build(config: Config) -> Result<App, String> {
         crate::users::seed_first_admin(&state).await.map_err(|e| format!("cannot create the first admin: {e}"))?;
     let router = Router::new().push(Router::with_path("healthz").get(healthz)).push(api_router());
     let doc = crate::docs::document(&router).to_json().map_err(|e| e.to_string())?;
+    // The dashboard comes after the API (and stays out of the OpenAPI document).
+    let router = router.push(crate::ui::router());
     let _ = state.openapi_json.set(doc);
     Ok(App { state, router: Arc::new(router), generated_admin_password })
 }

@@ -16,5 +16,6 @@ mod receiver;
 mod sessions;
 mod settings;
 mod tasks;
+mod ui;
 mod users;
 mod webhooks;
