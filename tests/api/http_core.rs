@@ -159,9 +159,20 @@ async fn first_admin_is_seeded_once_and_a_password_generated_when_none_is_set() 
     assert!(generated.len() >= 12);
     assert!(data.len() > 1 && dir.path().join("svc.db").exists(), "database created under SVC_DATA_DIR");
     drop(app);
-    let mut config = settings();
-    config.admin_pass = None;
-    let again = opsdeck::build(config).await.unwrap();
+    // Background tasks let go of the database a moment after the app is dropped.
+    let mut again = None;
+    for _ in 0..50 {
+        let mut config = settings();
+        config.admin_pass = None;
+        match opsdeck::build(config).await {
+            Ok(app) => {
+                again = Some(app);
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+        }
+    }
+    let again = again.expect("the database reopens");
     assert!(again.generated_admin_password.is_none(), "users exist: nothing seeded twice");
 }
 
