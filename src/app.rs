@@ -107,6 +107,7 @@ fn api_router() -> Router {
         .push(crate::notifications::api::router())
         .push(crate::webhooks::api::router())
         .push(crate::agents::api::router())
+        .push(crate::tokens::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))
 }

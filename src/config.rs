@@ -8,6 +8,8 @@ use base64::Engine;
 use clap::Args;
 use clap::builder::BoolishValueParser;
 
+use crate::tokens::Pricing;
+
 /// Settings as the operator gives them. `Config::validate` turns them into a checked [`Config`].
 #[derive(Args, Clone)]
 pub struct Settings {
@@ -76,6 +78,10 @@ pub struct Settings {
     /// Argon2id iterations for password hashes.
     #[arg(long, env = "SVC_ARGON2_ITERATIONS", default_value_t = 2)]
     pub argon2_iterations: u32,
+    /// JSON file overriding and extending the model pricing table: an object of model name → USD per
+    /// 1,000 tokens (`provider/*` keys are wildcards, `*` sets the default rate). Read at start.
+    #[arg(long, env = "SVC_PRICING_PATH")]
+    pub pricing_path: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +119,8 @@ pub struct Config {
     pub argon2_iterations: u32,
     pub quality_reviewer: String,
     pub webhook_max_retries: u32,
+    /// Model pricing: the built-in table, overridden by `SVC_PRICING_PATH` when set.
+    pub pricing: Pricing,
 }
 
 impl fmt::Debug for Config {
@@ -167,6 +175,10 @@ impl Settings {
         if self.argon2_memory_kib < 8 || self.argon2_iterations == 0 {
             return Err("SVC_ARGON2_MEMORY_KIB must be at least 8 and SVC_ARGON2_ITERATIONS at least 1".into());
         }
+        let pricing = match self.pricing_path.filter(|p| !p.as_os_str().is_empty()) {
+            Some(path) => Pricing::from_file(&path)?,
+            None => Pricing::default(),
+        };
         let db_path = self.db_path.unwrap_or_else(|| self.data_dir.join("svc.db"));
         Ok(Config {
             port: self.port,
@@ -188,6 +200,7 @@ impl Settings {
             argon2_iterations: self.argon2_iterations,
             quality_reviewer: self.quality_reviewer,
             webhook_max_retries: self.webhook_max_retries.max(1),
+            pricing,
         })
     }
 }

@@ -12,6 +12,7 @@ pub mod http;
 pub mod notifications;
 pub mod store;
 pub mod tasks;
+pub mod tokens;
 pub mod users;
 pub mod webhooks;
 
