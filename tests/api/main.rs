@@ -10,5 +10,6 @@ mod http_core;
 mod notifications;
 mod receiver;
 mod tasks;
+mod tokens;
 mod users;
 mod webhooks;
