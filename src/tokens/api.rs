@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use super::export::{self, CSV_HEADER, JSON_END};
 use super::{
     DAY_MS, ExportFormat, HOUR_MS, NewUsage, Timeframe, TokenStats, UsageRecord, check_record_fields, check_usage,
-    date_of_day, hour_of, iso_millis, store,
+    date_of_day, hour_of, iso_millis, now_ms, store,
 };
 use crate::app::AppState;
 use crate::error::{AppError, AppResult};
 use crate::http::{Page, RequireRole, app, json_body};
-use crate::store::{StoreError, now_millis};
+use crate::store::StoreError;
 use crate::tasks::Problems;
 use crate::users::Role;
 
@@ -140,10 +140,6 @@ fn choice<T>(req: &Request, name: &str, default: T, parse: fn(&str) -> Option<T>
         None => Ok(default),
         Some(s) => parse(s).ok_or_else(|| AppError::validation(name, &format!("must be one of {allowed}"))),
     }
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(now_millis()).unwrap_or(0)
 }
 
 /// Token usage, by `action`:

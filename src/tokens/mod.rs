@@ -105,6 +105,11 @@ pub fn hour_of(timestamp_ms: u64) -> u64 {
     timestamp_ms - timestamp_ms % HOUR_MS
 }
 
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> u64 {
+    u64::try_from(crate::store::now_millis()).unwrap_or(0)
+}
+
 pub fn nanos_to_usd(nanos: u128) -> f64 {
     nanos as f64 / 1e9
 }

@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     AgentCosts, Breakdown, DEFAULT_OPERATION, Group, HOUR_MS, NewUsage, Sums, UsageRecord, UsageSession, agent_of,
-    hour_of, nanos_to_usd,
+    hour_of, nanos_to_usd, now_ms,
 };
 use crate::store::schema::{
     TOKEN_ROLLUP_HOURLY, TOKEN_ROLLUP_TOTAL, TOKEN_SESSIONS_BY_LAST, TOKEN_USAGE, TOKEN_USAGE_BY_SESSION,
 };
-use crate::store::{StoreError, Tx, decode, encode, next_id, now_millis};
+use crate::store::{StoreError, Tx, decode, encode, next_id};
 
 /// (records, input tokens, output tokens, cost nano-USD), as the rollup tables store it.
 type Rollup = (u64, u64, u64, u128);
@@ -86,7 +86,7 @@ fn apply<K: Key + 'static>(
 
 /// Stores a usage record (costed at `new.rate`) with its rollups and session indexes.
 pub fn record_usage(tx: &mut Tx, new: NewUsage) -> Result<UsageRecord, StoreError> {
-    let ts = new.timestamp_ms.unwrap_or_else(|| u64::try_from(now_millis()).unwrap_or(0));
+    let ts = new.timestamp_ms.unwrap_or_else(now_ms);
     let seq = next_id(tx, "token_usage")?;
     let stored = Stored {
         cost_nanos: new.rate.cost_nanos(new.input_tokens.saturating_add(new.output_tokens)),
