@@ -121,6 +121,7 @@ fn api_router() -> Router {
         .push(crate::logs::api::router())
         .push(crate::settings::api::router())
         .push(crate::backups::api::router())
+        .push(crate::tokens::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))
 }

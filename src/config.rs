@@ -8,6 +8,8 @@ use base64::Engine;
 use clap::Args;
 use clap::builder::BoolishValueParser;
 
+use crate::tokens::Pricing;
+
 /// Settings as the operator gives them. `Config::validate` turns them into a checked [`Config`].
 #[derive(Args, Clone)]
 pub struct Settings {
@@ -119,6 +121,10 @@ pub struct Settings {
     /// Days to keep token usage when the `retention.token_usage_days` setting is not stored (0 keeps forever).
     #[arg(long, env = "SVC_RETAIN_TOKEN_USAGE_DAYS")]
     pub retain_token_usage_days: Option<u64>,
+    /// JSON file overriding and extending the model pricing table: an object of model name → USD per
+    /// 1,000 tokens (`provider/*` keys are wildcards, `*` sets the default rate). Read at start.
+    #[arg(long, env = "SVC_PRICING_PATH")]
+    pub pricing_path: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +174,8 @@ pub struct Config {
     pub agw_log_dir: PathBuf,
     /// `SVC_RETAIN_*` values given by the operator (unset ones are `None`).
     pub retention_env: RetentionEnv,
+    /// Model pricing: the built-in table, overridden by `SVC_PRICING_PATH` when set.
+    pub pricing: Pricing,
 }
 
 /// Retention days from the `SVC_RETAIN_*` environment variables; `None` when a variable is not set.
@@ -251,6 +259,10 @@ impl Settings {
             .agw_config_path
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| agw_home.join("openclaw.json"));
+        let pricing = match self.pricing_path.filter(|p| !p.as_os_str().is_empty()) {
+            Some(path) => Pricing::from_file(&path)?,
+            None => Pricing::default(),
+        };
         let db_path = self.db_path.unwrap_or_else(|| self.data_dir.join("svc.db"));
         let agw_log_dir =
             self.agw_log_dir.filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| agw_home.join("logs"));
@@ -293,6 +305,7 @@ impl Settings {
                 pipeline_runs: self.retain_pipeline_runs_days,
                 token_usage: self.retain_token_usage_days,
             },
+            pricing,
         })
     }
 }

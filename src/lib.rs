@@ -17,6 +17,7 @@ pub mod sessions;
 pub mod settings;
 pub mod store;
 pub mod tasks;
+pub mod tokens;
 pub mod ui;
 pub mod users;
 pub mod webhooks;

@@ -56,7 +56,7 @@ fn from_gateway(g: &GatewayRecord, s: client::GatewaySession, now: i64) -> Sessi
     }
 }
 
-fn from_local(s: &LocalSession, now: i64) -> Session {
+fn from_local(s: &LocalSession, pricing: &crate::tokens::Pricing, now: i64) -> Session {
     let total = s.input_tokens + s.output_tokens;
     Session {
         id: s.id.clone(),
@@ -77,7 +77,7 @@ fn from_local(s: &LocalSession, now: i64) -> Session {
         user_messages: Some(s.user_messages),
         assistant_messages: Some(s.assistant_messages),
         tool_uses: Some(s.tool_uses),
-        estimated_cost: Some(crate::sessions::estimated_cost(&s.model, total)),
+        estimated_cost: Some(pricing.price(&s.model) * total as f64 / 1000.0),
         last_user_prompt: Some(s.last_user_prompt.clone()),
         gateway_id: None,
     }
@@ -131,7 +131,8 @@ fn controls(tx: &redb::ReadTransaction) -> Result<HashMap<String, ControlState>,
 pub async fn collect(state: &AppState) -> AppResult<Vec<Session>> {
     let now = now_secs();
     let mut all = gateway_sessions(state, now).await?;
-    let mut locals: Vec<Session> = local_sessions(state, false).await.iter().map(|s| from_local(s, now)).collect();
+    let mut locals: Vec<Session> =
+        local_sessions(state, false).await.iter().map(|s| from_local(s, &state.config.pricing, now)).collect();
     locals.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
     all.extend(locals);
     all.extend(crate::sessions::from_token_usage(state, now).await?);

@@ -99,15 +99,39 @@ pub fn collapse(sessions: Vec<Session>) -> Vec<Session> {
     out
 }
 
-/// Estimated USD cost of `tokens` on `model`.
-pub fn estimated_cost(_model: &str, _tokens: u64) -> f64 {
-    // Wired to the token pricing table when the tokens feature is merged.
-    0.0
-}
-
-/// Sessions derived from token usage records (none until the tokens feature is merged).
-pub async fn from_token_usage(_state: &crate::app::AppState, _now: i64) -> crate::error::AppResult<Vec<Session>> {
-    Ok(Vec::new())
+/// Sessions no other source knows, derived from token usage records (the most recently active 500).
+pub async fn from_token_usage(state: &crate::app::AppState, now: i64) -> crate::error::AppResult<Vec<Session>> {
+    let usage = state.store.read(|tx| crate::tokens::sessions_from_usage(tx, 500)).await?;
+    Ok(usage
+        .into_iter()
+        .map(|u| {
+            let last = (u.last_timestamp / 1000) as i64;
+            let key = u.session_id.split_once(':').map(|(_, k)| k.to_string()).unwrap_or_else(|| u.session_id.clone());
+            Session {
+                id: u.session_id.clone(),
+                key,
+                agent: u.agent,
+                kind: "tokens".into(),
+                age: format_age(now - last),
+                model: u.model,
+                tokens: format_tokens(u.total_tokens, None),
+                channel: "internal".into(),
+                flags: vec![],
+                active: now - last < 30 * 60,
+                status: "active".into(),
+                start_time: (u.first_timestamp / 1000) as i64,
+                last_activity: last,
+                source: "tokens".into(),
+                total_tokens: u.total_tokens,
+                user_messages: None,
+                assistant_messages: None,
+                tool_uses: None,
+                estimated_cost: Some(u.cost),
+                last_user_prompt: None,
+                gateway_id: None,
+            }
+        })
+        .collect())
 }
 
 #[cfg(test)]

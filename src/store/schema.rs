@@ -155,4 +155,17 @@ tables! {
     LOGS: (u64, u64) => &[u8] = "logs";
     /// Source → number of stored log entries with it (the `sources` list without a scan).
     LOG_SOURCES: &str => u64 = "log_sources";
+    // tokens
+    /// Token usage records: (timestamp ms, sequence) → record. Time-ordered, so lists, exports and
+    /// timeframes are range reads.
+    TOKEN_USAGE: (u64, u64) => &[u8] = "token_usage";
+    /// Hourly rollups, maintained with every insert and prune: (hour start ms, model, agent, session) →
+    /// (records, input tokens, output tokens, cost in nano-USD).
+    TOKEN_ROLLUP_HOURLY: (u64, &str, &str, &str) => (u64, u64, u64, u128) = "token_rollup_hourly";
+    /// All-time rollups: (agent, session, model) → (records, input tokens, output tokens, cost in nano-USD).
+    TOKEN_ROLLUP_TOTAL: (&str, &str, &str) => (u64, u64, u64, u128) = "token_rollup_total";
+    /// (session, timestamp ms, sequence) → (): a session's records in time order.
+    TOKEN_USAGE_BY_SESSION: (&str, u64, u64) => () = "token_usage_by_session";
+    /// (timestamp ms of the session's latest record, session) → (): sessions by recent activity.
+    TOKEN_SESSIONS_BY_LAST: (u64, &str) => () = "token_sessions_by_last";
 }

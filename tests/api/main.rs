@@ -16,6 +16,7 @@ mod receiver;
 mod sessions;
 mod settings;
 mod tasks;
+mod tokens;
 mod ui;
 mod users;
 mod webhooks;

@@ -143,3 +143,31 @@ async fn unreachable_gateways_do_not_break_the_list() {
     let app = spawn_app_with(&["--gateway-port", "1", "--local-sessions-dir", "/nonexistent/dir"]).await;
     assert!(sessions(&app, "").await.is_empty());
 }
+
+#[tokio::test]
+async fn token_usage_yields_sessions_and_local_sessions_are_costed() {
+    let app = app_with_sim().await;
+    let reply = app
+        .post("/api/tokens", &Auth::ApiKey, json!({"model": "claude-opus-4-5", "sessionId": "ledger:nightly", "inputTokens": 1500, "outputTokens": 500}))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    // A token session whose id a gateway already reports is not listed twice.
+    app.post(
+        "/api/tokens",
+        &Auth::ApiKey,
+        json!({"model": "m", "sessionId": "builder:main", "inputTokens": 1, "outputTokens": 1}),
+    )
+    .await;
+    let list = sessions(&app, "").await;
+    let derived = find(&list, "ledger:nightly");
+    assert_eq!(
+        (derived["source"].as_str(), derived["agent"].as_str(), derived["key"].as_str()),
+        (Some("tokens"), Some("ledger"), Some("nightly"))
+    );
+    assert_eq!(derived["tokens"], "2k/200k (1%)");
+    assert!((derived["estimatedCost"].as_f64().unwrap() - 30.0).abs() < 1e-9, "2,000 tokens at 15.00 per 1K");
+    assert_eq!(list.iter().filter(|s| s["id"] == "builder:main").count(), 1);
+    assert_eq!(list.last().unwrap()["source"], "tokens", "token-derived sessions come last");
+    let local = find(&list, "5f0c2a9e-1111-4a2b-9c3d-000000000001");
+    assert!((local["estimatedCost"].as_f64().unwrap() - 2.650 * 3.0).abs() < 1e-9, "{}", local["estimatedCost"]);
+}

@@ -14,7 +14,8 @@ use crate::agents::{
 use crate::error::{AppError, AppResult};
 use crate::http::extract::optional_json_body;
 use crate::http::{app, json_body, require_principal};
-use crate::tasks::{self, Task};
+use crate::tasks::{self, Problems, Task};
+use crate::tokens;
 
 #[derive(Serialize, ToSchema)]
 pub struct HeartbeatMessage {
@@ -73,7 +74,8 @@ pub struct TokenUsageReport {
 pub struct HeartbeatReport {
     /// A connection id from `POST /api/connect` of this agent.
     pub connection_id: Option<String>,
-    /// Validated; recording and costing it is the tokens feature's part.
+    /// Recorded and costed as a token usage record of session `<agent>:<connection_id>` (or
+    /// `<agent>:heartbeat` without a connection).
     pub token_usage: Option<TokenUsageReport>,
 }
 
@@ -85,12 +87,17 @@ pub async fn heartbeat_report(req: &mut Request, depot: &mut Depot) -> AppResult
     let who = require_principal(depot)?;
     let key = key_of(req);
     let body: HeartbeatReport = optional_json_body(req).await?;
-    // The shape of token_usage is checked here; the tokens feature records and costs it.
-    if let Some(usage) = &body.token_usage
-        && usage.model.trim().is_empty()
-    {
-        return Err(AppError::validation("token_usage.model", "must not be empty"));
-    }
+    let usage = match body.token_usage {
+        Some(u) => {
+            let model = u.model.trim().to_string();
+            let mut p = Problems::default();
+            tokens::check_usage(&mut p, "token_usage.", &model, Some(u.input_tokens), Some(u.output_tokens));
+            p.finish()?;
+            let rate = state.config.pricing.rate(&model);
+            Some((model, u.input_tokens, u.output_tokens, rate))
+        }
+        None => None,
+    };
     let connection_id = non_empty(body.connection_id);
     state
         .write(move |tx| {
@@ -99,6 +106,20 @@ pub async fn heartbeat_report(req: &mut Request, depot: &mut Depot) -> AppResult
                 rules::connection_heartbeat(tx, &agent, id)?;
             }
             rules::touch(tx, &who.username, &agent)?;
+            if let Some((model, input_tokens, output_tokens, rate)) = usage {
+                let session = connection_id.as_deref().unwrap_or("heartbeat");
+                let new = tokens::NewUsage {
+                    model,
+                    session_id: format!("{}:{session}", agent.name),
+                    input_tokens,
+                    output_tokens,
+                    operation: None,
+                    duration_ms: None,
+                    timestamp_ms: None,
+                    rate,
+                };
+                tokens::record_usage(tx, new)?;
+            }
             Ok::<_, AppError>(())
         })
         .await?;
