@@ -88,6 +88,9 @@ pub struct Settings {
     /// Folder of Claude-Code-style session transcripts (default ~/.claude/projects).
     #[arg(long, env = "SVC_LOCAL_SESSIONS_DIR")]
     pub local_sessions_dir: Option<PathBuf>,
+    /// Let webhooks reach link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254).
+    #[arg(long, env = "SVC_WEBHOOK_ALLOW_LINK_LOCAL", default_value = "false", action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub webhook_allow_link_local: bool,
     /// Consecutive failed deliveries after which a webhook's circuit opens.
     #[arg(long, env = "SVC_WEBHOOK_MAX_RETRIES", default_value_t = 5)]
     pub webhook_max_retries: u32,
@@ -162,6 +165,7 @@ pub struct Config {
     pub argon2_iterations: u32,
     pub quality_reviewer: String,
     pub webhook_max_retries: u32,
+    pub webhook_allow_link_local: bool,
     pub gateway_host: String,
     pub gateway_port: u16,
     pub gateway_token: Option<String>,
@@ -289,6 +293,7 @@ impl Settings {
             argon2_iterations: self.argon2_iterations,
             quality_reviewer: self.quality_reviewer,
             webhook_max_retries: self.webhook_max_retries.max(1),
+            webhook_allow_link_local: self.webhook_allow_link_local,
             gateway_host: self.gateway_host,
             gateway_port: self.gateway_port,
             gateway_token: self.gateway_token.filter(|t| !t.is_empty()),

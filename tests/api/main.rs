@@ -14,6 +14,8 @@ mod http_core;
 mod logs;
 mod notifications;
 mod receiver;
+mod role_matrix;
+mod secrets;
 mod sessions;
 mod settings;
 mod tasks;
