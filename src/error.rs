@@ -111,8 +111,13 @@ impl EndpointOutRegister for AppError {
         for (code, what) in [
             ("400", "Bad request or validation failure"),
             ("401", "Authentication required"),
-            ("403", "Forbidden (role, CSRF or host)"),
+            ("403", "Forbidden (role, CSRF, host or quality gate)"),
+            ("404", "Not found"),
+            ("409", "Conflict (name or title already exists)"),
+            ("413", "Request body too large"),
             ("429", "Rate limit exceeded"),
+            ("500", "Internal error"),
+            ("502", "An agent gateway failed or answered garbage"),
         ] {
             operation.responses.insert(
                 code,
