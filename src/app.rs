@@ -37,6 +37,8 @@ pub struct AppState {
     pub local_sessions: tokio::sync::Mutex<Option<(std::time::Instant, Vec<crate::sessions::local::LocalSession>)>>,
     /// Held while a backup runs: backups are single-flight.
     pub backup_lock: tokio::sync::Mutex<()>,
+    /// Signs the `state` of Google sign-in (random per process).
+    pub google_key: crate::users::google::StateKey,
 }
 
 impl AppState {
@@ -93,6 +95,7 @@ pub async fn build(config: Config) -> Result<App, String> {
         security_events: Limiter::default(),
         local_sessions: tokio::sync::Mutex::new(None),
         backup_lock: tokio::sync::Mutex::new(()),
+        google_key: crate::users::google::StateKey::random()?,
     });
     crate::gateways::api::seed_default(&state).await.map_err(|e| format!("cannot create the default gateway: {e}"))?;
     crate::webhooks::delivery::spawn_worker(&state);

@@ -128,6 +128,27 @@ pub struct Settings {
     /// 1,000 tokens (`provider/*` keys are wildcards, `*` sets the default rate). Read at start.
     #[arg(long, env = "SVC_PRICING_PATH")]
     pub pricing_path: Option<PathBuf>,
+    /// OAuth client id for Google sign-in (with GOOGLE_CLIENT_SECRET; unset disables Google sign-in).
+    #[arg(long, env = "GOOGLE_CLIENT_ID")]
+    pub google_client_id: Option<String>,
+    /// OAuth client secret for Google sign-in.
+    #[arg(long, env = "GOOGLE_CLIENT_SECRET")]
+    pub google_client_secret: Option<String>,
+    /// The browser-side Google client id; used as the client id when GOOGLE_CLIENT_ID is unset.
+    #[arg(long, env = "NEXT_PUBLIC_GOOGLE_CLIENT_ID")]
+    pub next_public_google_client_id: Option<String>,
+    /// Redirect URI registered with Google (default: http(s)://<request Host>/api/auth/google).
+    #[arg(long, env = "SVC_GOOGLE_REDIRECT_URL")]
+    pub google_redirect_url: Option<String>,
+    /// Google's consent page.
+    #[arg(long, env = "SVC_GOOGLE_AUTH_URL", default_value = "https://accounts.google.com/o/oauth2/v2/auth")]
+    pub google_auth_url: String,
+    /// Google's token endpoint (the code exchange).
+    #[arg(long, env = "SVC_GOOGLE_TOKEN_URL", default_value = "https://oauth2.googleapis.com/token")]
+    pub google_token_url: String,
+    /// Google's user-info endpoint.
+    #[arg(long, env = "SVC_GOOGLE_USERINFO_URL", default_value = "https://openidconnect.googleapis.com/v1/userinfo")]
+    pub google_userinfo_url: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,6 +201,33 @@ pub struct Config {
     pub retention_env: RetentionEnv,
     /// Model pricing: the built-in table, overridden by `SVC_PRICING_PATH` when set.
     pub pricing: Pricing,
+    /// Google sign-in; `None` when no client id and secret are configured.
+    pub google: Option<GoogleConfig>,
+}
+
+/// Google sign-in (authorization-code flow) settings. Every URL is an absolute http(s) URL.
+#[derive(Clone)]
+pub struct GoogleConfig {
+    pub client_id: String,
+    pub client_secret: String,
+    /// `None`: derived from the request's Host.
+    pub redirect_url: Option<String>,
+    pub auth_url: String,
+    pub token_url: String,
+    pub userinfo_url: String,
+}
+
+impl fmt::Debug for GoogleConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GoogleConfig")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .field("redirect_url", &self.redirect_url)
+            .field("auth_url", &self.auth_url)
+            .field("token_url", &self.token_url)
+            .field("userinfo_url", &self.userinfo_url)
+            .finish()
+    }
 }
 
 /// Retention days from the `SVC_RETAIN_*` environment variables; `None` when a variable is not set.
@@ -216,6 +264,7 @@ impl fmt::Debug for Config {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("cookie_secure", &self.cookie_secure)
             .field("agw_log_dir", &self.agw_log_dir)
+            .field("google", &self.google)
             .finish_non_exhaustive()
     }
 }
@@ -273,6 +322,13 @@ impl Settings {
         if self.gateway_port == 0 {
             return Err("AGW_GATEWAY_PORT: must be between 1 and 65535".into());
         }
+        let google = google_config(
+            self.google_client_id,
+            self.google_client_secret,
+            self.next_public_google_client_id,
+            self.google_redirect_url,
+            [self.google_auth_url, self.google_token_url, self.google_userinfo_url],
+        )?;
         Ok(Config {
             port: self.port,
             hostname: self.hostname,
@@ -311,8 +367,44 @@ impl Settings {
                 token_usage: self.retain_token_usage_days,
             },
             pricing,
+            google,
         })
     }
+}
+
+/// Google sign-in is on when a client id (GOOGLE_CLIENT_ID, else NEXT_PUBLIC_GOOGLE_CLIENT_ID) and
+/// GOOGLE_CLIENT_SECRET are set. A server-side id or a secret alone is a configuration error; the
+/// browser-side id alone just leaves Google sign-in off.
+fn google_config(
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    public_client_id: Option<String>,
+    redirect_url: Option<String>,
+    [auth_url, token_url, userinfo_url]: [String; 3],
+) -> Result<Option<GoogleConfig>, String> {
+    let set = |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let (server_id, secret) = (set(client_id), set(client_secret));
+    let client_id = match (server_id.is_some(), secret.is_some()) {
+        (true, false) => return Err("GOOGLE_CLIENT_SECRET: required when GOOGLE_CLIENT_ID is set".into()),
+        (_, true) => server_id.or(set(public_client_id)).ok_or_else(|| {
+            "GOOGLE_CLIENT_ID: required when GOOGLE_CLIENT_SECRET is set (or NEXT_PUBLIC_GOOGLE_CLIENT_ID)".to_string()
+        })?,
+        (false, false) => return Ok(None),
+    };
+    let checked = |name: &str, url: String| -> Result<String, String> {
+        match reqwest::Url::parse(url.trim()) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(url.trim().to_string()),
+            _ => Err(format!("{name}: '{url}' is not an absolute http(s) URL")),
+        }
+    };
+    Ok(Some(GoogleConfig {
+        client_id,
+        client_secret: secret.unwrap_or_default(),
+        redirect_url: set(redirect_url).map(|u| checked("SVC_GOOGLE_REDIRECT_URL", u)).transpose()?,
+        auth_url: checked("SVC_GOOGLE_AUTH_URL", auth_url)?,
+        token_url: checked("SVC_GOOGLE_TOKEN_URL", token_url)?,
+        userinfo_url: checked("SVC_GOOGLE_USERINFO_URL", userinfo_url)?,
+    }))
 }
 
 fn split_list(s: &str) -> impl Iterator<Item = &str> {

@@ -1,17 +1,20 @@
 //! `/api/auth/*`: login, logout, me, user management and access requests.
 
+use std::net::IpAddr;
+
 use salvo::http::cookie::{Cookie, SameSite as CookieSameSite, time::Duration as CookieDuration};
 use salvo::prelude::*;
 use salvo_oapi::ToSchema;
 use salvo_oapi::endpoint;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{
-    AccessRequest, NewUser, Role, SESSION_TTL_SECS, SessionRecord, User, random_hex, store, token_hash,
+    AccessRequest, NewUser, Role, SESSION_TTL_SECS, SessionRecord, User, UserRecord, random_hex, store, token_hash,
     validate_display_name, validate_email, validate_password, validate_username,
 };
 use crate::activity::{self, NewActivity};
+use crate::app::AppState;
 use crate::audit::{self, Entry};
 use crate::config::SameSite;
 use crate::error::{AppError, AppResult};
@@ -97,15 +100,30 @@ pub async fn login(req: &mut Request, depot: &mut Depot, res: &mut Response) -> 
         return Err(AppError::InvalidCredentials);
     };
 
+    let user = start_session(&state, user.id, ip, json!({"success": true}), res).await?;
+    Ok(Json(UserEnvelope { user: User::from(&user) }))
+}
+
+/// Signs a user in: purges expired sessions, stores a new one, records `last_login_at`, the `login`
+/// audit row (with `detail`), the `security.login_success` webhook and the `user_login` activity, and
+/// sets the `svc-session` cookie. Shared by password and Google sign-in.
+pub async fn start_session(
+    state: &AppState,
+    user_id: u64,
+    ip: IpAddr,
+    detail: Value,
+    res: &mut Response,
+) -> AppResult<UserRecord> {
     let token = random_hex(32)?;
     let hash = token_hash(&token);
     let now = now_secs();
     let user = state
         .write(move |tx| {
+            // Re-read inside the transaction: a user deleted meanwhile gets no session.
+            let mut user = store::get_user_w(tx, user_id)?.ok_or(AppError::InvalidCredentials)?;
             store::purge_expired_sessions(tx, now)?;
             let session = SessionRecord { user_id: user.id, created_at: now, expires_at: now + SESSION_TTL_SECS };
             store::create_session(tx, &hash, &session)?;
-            let mut user = user;
             user.last_login_at = Some(now);
             store::save_user(tx, &user)?;
             audit::record(
@@ -114,7 +132,7 @@ pub async fn login(req: &mut Request, depot: &mut Depot, res: &mut Response) -> 
                     action: "login",
                     actor: user.username.clone(),
                     actor_id: Some(user.id),
-                    detail: json!({"success": true}),
+                    detail,
                     ip_address: Some(ip.to_string()),
                 },
             )?;
@@ -136,7 +154,7 @@ pub async fn login(req: &mut Request, depot: &mut Depot, res: &mut Response) -> 
         .await?;
     let cfg = &state.config;
     res.add_cookie(session_cookie(token, SESSION_TTL_SECS, cfg.cookie_secure, cfg.cookie_samesite));
-    Ok(Json(UserEnvelope { user: User::from(&user) }))
+    Ok(user)
 }
 
 /// Sign out: destroys the session and clears the cookie.
@@ -405,10 +423,7 @@ pub async fn decide_access_request(req: &mut Request, depot: &mut Depot) -> AppR
                 )?;
                 return Ok(None);
             }
-            let linked = store::list_users_w(tx)?
-                .into_iter()
-                .find(|u| u.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(&request.email)));
-            let user = match linked {
+            let user = match store::find_by_email(tx, &request.email)? {
                 Some(mut user) => {
                     user.role = role;
                     store::save_user(tx, &user)?;
@@ -445,6 +460,7 @@ pub async fn decide_access_request(req: &mut Request, depot: &mut Depot) -> AppR
 pub fn router() -> Router {
     Router::with_path("auth")
         .push(Router::with_path("login").post(login))
+        .push(Router::with_path("google").get(super::google::google))
         .push(Router::with_path("logout").hoop(RequireRole(Role::Viewer)).post(logout))
         .push(Router::with_path("me").hoop(RequireRole(Role::Viewer)).get(me))
         .push(

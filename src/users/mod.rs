@@ -1,6 +1,7 @@
 //! Users, roles, passwords, login sessions and access requests: the types and the rules.
 
 pub mod api;
+pub mod google;
 pub mod store;
 
 use argon2::{Algorithm, Argon2, Params, PasswordHasher, PasswordVerifier, Version};
@@ -133,6 +134,15 @@ pub struct AccessRequest {
     #[serde(default)]
     pub display_name: Option<String>,
     #[serde(default)]
+    pub avatar_url: Option<String>,
+}
+
+/// What an external sign-in asks access with.
+pub struct NewAccessRequest {
+    pub username: String,
+    pub email: String,
+    pub reason: String,
+    pub display_name: Option<String>,
     pub avatar_url: Option<String>,
 }
 

@@ -3,7 +3,7 @@
 
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, WriteTransaction};
 
-use super::{AccessRequest, NewUser, SessionRecord, UserRecord};
+use super::{AccessRequest, NewAccessRequest, NewUser, SessionRecord, UserRecord};
 use crate::store::schema::{
     ACCESS_REQUESTS, ACCESS_REQUESTS_BY_EMAIL, SESSIONS, SESSIONS_BY_USER, USERS, USERS_BY_NAME,
 };
@@ -155,37 +155,39 @@ pub fn save_access_request(tx: &WriteTransaction, request: &AccessRequest) -> Re
     put(tx, ACCESS_REQUESTS, request.id, request)
 }
 
-/// Creates a pending request for this e-mail, or puts an existing one back to `pending`.
-pub fn upsert_access_request(
-    tx: &WriteTransaction,
-    username: &str,
-    email: &str,
-    reason: &str,
-) -> Result<AccessRequest, StoreError> {
-    let key = email.to_ascii_lowercase();
+/// Creates a pending request for this e-mail, or puts an existing one back to `pending` (also an
+/// `approved` one: this is only called when no user holds the e-mail, e.g. the approved user was deleted
+/// since) and refreshes its reason, display name and avatar. An existing request keeps its username.
+pub fn upsert_access_request(tx: &WriteTransaction, new: NewAccessRequest) -> Result<AccessRequest, StoreError> {
+    let key = new.email.to_ascii_lowercase();
     let existing = tx.open_table(ACCESS_REQUESTS_BY_EMAIL)?.get(key.as_str())?.map(|v| v.value());
     let request = match existing.map(|id| get_access_request(tx, id)).transpose()?.flatten() {
-        Some(mut r) => {
-            if r.status != "approved" {
-                r.status = "pending".into();
-                r.reason = reason.to_string();
-            }
-            r
-        }
+        Some(r) => AccessRequest {
+            status: "pending".into(),
+            reason: new.reason,
+            display_name: new.display_name.or(r.display_name),
+            avatar_url: new.avatar_url.or(r.avatar_url),
+            ..r
+        },
         None => AccessRequest {
             id: next_id(tx, "access_requests")?,
-            username: username.to_string(),
-            email: email.to_string(),
-            reason: reason.to_string(),
+            username: new.username,
+            email: new.email,
+            reason: new.reason,
             status: "pending".into(),
             created_at: now_secs(),
-            display_name: None,
-            avatar_url: None,
+            display_name: new.display_name,
+            avatar_url: new.avatar_url,
         },
     };
     save_access_request(tx, &request)?;
     tx.open_table(ACCESS_REQUESTS_BY_EMAIL)?.insert(key.as_str(), request.id)?;
     Ok(request)
+}
+
+/// The user whose e-mail matches, ignoring ASCII case (a scan: user tables are small).
+pub fn find_by_email(tx: &WriteTransaction, email: &str) -> Result<Option<UserRecord>, StoreError> {
+    Ok(list_users_w(tx)?.into_iter().find(|u| u.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(email))))
 }
 
 pub fn list_users_w(tx: &WriteTransaction) -> Result<Vec<UserRecord>, StoreError> {

@@ -10,6 +10,7 @@ mod auth;
 mod backups;
 mod events;
 mod gateways;
+mod google;
 mod http_core;
 mod logs;
 mod notifications;

@@ -168,7 +168,16 @@ async fn insert_request(app: &TestApp, username: &str, email: &str) -> u64 {
     let (request, _) = app
         .state
         .store
-        .write(move |tx| opsdeck::users::store::upsert_access_request(tx, &u, &e, "signed in with Google"))
+        .write(move |tx| {
+            let new = opsdeck::users::NewAccessRequest {
+                username: u,
+                email: e,
+                reason: "signed in with Google".into(),
+                display_name: None,
+                avatar_url: None,
+            };
+            opsdeck::users::store::upsert_access_request(tx, new)
+        })
         .await
         .unwrap();
     request.id
