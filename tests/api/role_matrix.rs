@@ -12,6 +12,7 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ("GET", "/healthz", "public"),
     ("GET", "/api/docs", "public"),
     ("POST", "/api/auth/login", "public"),
+    ("GET", "/api/auth/google", "public"),
     ("POST", "/api/auth/logout", "viewer"),
     ("GET", "/api/auth/me", "viewer"),
     ("GET", "/api/auth/users", "admin"),
