@@ -13,6 +13,7 @@ mod http_core;
 mod logs;
 mod notifications;
 mod receiver;
+mod scheduler;
 mod sessions;
 mod settings;
 mod tasks;
