@@ -124,6 +124,7 @@ fn api_router() -> Router {
         .push(crate::notifications::api::router())
         .push(crate::webhooks::api::router())
         .push(crate::gateways::api::router())
+        .push(crate::alerts::api::router())
         .push(crate::sessions::api::router())
         .push(crate::agents::api::router())
         .push(crate::logs::api::router())

@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod agents;
+pub mod alerts;
 pub mod app;
 pub mod audit;
 pub mod backups;

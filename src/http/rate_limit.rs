@@ -140,12 +140,13 @@ impl RouteLimit {
     }
 }
 
-#[async_trait]
-impl Handler for RouteLimit {
-    async fn handle(&self, req: &mut Request, depot: &mut Depot, res: &mut Response, ctrl: &mut FlowCtrl) {
-        let Ok(state) = app(depot) else { return };
+impl RouteLimit {
+    /// Counts this request against the limit: 429 `Rate limit exceeded` over it. Also usable inside a
+    /// handler when the limit depends on the body (e.g. `POST /api/alerts` with `action: evaluate`).
+    pub fn check(&self, req: &Request, depot: &Depot) -> Result<(), AppError> {
+        let Ok(state) = app(depot) else { return Ok(()) };
         if state.config.disable_rate_limit {
-            return;
+            return Ok(());
         }
         let who = match self.key_by {
             KeyBy::Principal => principal(depot)
@@ -156,8 +157,15 @@ impl Handler for RouteLimit {
         };
         let now = unix_now();
         let decision = state.limiter.hit(&format!("{}:{who}", self.name), self.limit, self.period, now);
-        if !decision.allowed {
-            too_many(&decision, now).write(req, depot, res).await;
+        if decision.allowed { Ok(()) } else { Err(too_many(&decision, now)) }
+    }
+}
+
+#[async_trait]
+impl Handler for RouteLimit {
+    async fn handle(&self, req: &mut Request, depot: &mut Depot, res: &mut Response, ctrl: &mut FlowCtrl) {
+        if let Err(e) = self.check(req, depot) {
+            e.write(req, depot, res).await;
             ctrl.skip_rest();
         }
     }

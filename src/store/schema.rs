@@ -147,6 +147,9 @@ tables! {
     /// Session id → control state of sessions no gateway owns (local and token-derived).
     SESSION_CONTROLS: &str => &[u8] = "session_controls";
 
+    // alerts
+    ALERT_RULES: u64 => &[u8] = "alert_rules";
+
     // ops
     /// Stored overrides of the system settings: key → {value, updated_by, updated_at}.
     SETTINGS: &str => &[u8] = "settings";

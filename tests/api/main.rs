@@ -4,6 +4,7 @@ mod helpers;
 
 mod agent_sync;
 mod agents;
+mod alerts;
 mod audit;
 mod auth;
 mod backups;
