@@ -91,6 +91,9 @@ pub struct Settings {
     /// Consecutive failed deliveries after which a webhook's circuit opens.
     #[arg(long, env = "SVC_WEBHOOK_MAX_RETRIES", default_value_t = 5)]
     pub webhook_max_retries: u32,
+    /// Seconds between scheduled evaluations of the enabled alert rules.
+    #[arg(long, env = "SVC_ALERT_EVAL_INTERVAL", default_value_t = 300)]
+    pub alert_eval_interval: u64,
     /// Reviewer whose approval lets a task move to `done`.
     #[arg(long, env = "SVC_QUALITY_REVIEWER", default_value = "aegis")]
     pub quality_reviewer: String,
@@ -162,6 +165,8 @@ pub struct Config {
     pub argon2_iterations: u32,
     pub quality_reviewer: String,
     pub webhook_max_retries: u32,
+    /// Seconds between scheduled alert evaluations (at least 1).
+    pub alert_eval_interval: u64,
     pub gateway_host: String,
     pub gateway_port: u16,
     pub gateway_token: Option<String>,
@@ -269,6 +274,9 @@ impl Settings {
         if self.gateway_port == 0 {
             return Err("AGW_GATEWAY_PORT: must be between 1 and 65535".into());
         }
+        if self.alert_eval_interval == 0 {
+            return Err("SVC_ALERT_EVAL_INTERVAL: must be at least 1 second".into());
+        }
         Ok(Config {
             port: self.port,
             hostname: self.hostname,
@@ -289,6 +297,7 @@ impl Settings {
             argon2_iterations: self.argon2_iterations,
             quality_reviewer: self.quality_reviewer,
             webhook_max_retries: self.webhook_max_retries.max(1),
+            alert_eval_interval: self.alert_eval_interval,
             gateway_host: self.gateway_host,
             gateway_port: self.gateway_port,
             gateway_token: self.gateway_token.filter(|t| !t.is_empty()),

@@ -139,3 +139,18 @@ macro_rules! via_store {
     ($($t:ty),*) => { $( impl From<$t> for AppError { fn from(e: $t) -> Self { crate::store::StoreError::from(e).into() } } )* };
 }
 via_store!(redb::TableError, redb::StorageError);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_show_their_message_internal_errors_do_not() {
+        let failed = AppError::Failed("backup failed: disk full".into());
+        assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(failed.body().error, "backup failed: disk full");
+        let internal = AppError::Internal("database: secret detail".into());
+        assert_eq!(internal.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(internal.body().error, "Internal server error");
+    }
+}

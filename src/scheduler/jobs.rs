@@ -38,6 +38,10 @@ pub async fn execute(state: &AppState, id: JobId, triggered_by: Option<String>) 
             let online = report.details.iter().filter(|d| d.status == "online").count();
             Ok(format!("Checked {} gateways: {online} online", report.details.len()))
         }
+        JobId::AlertEvaluation => {
+            let report = crate::alerts::eval::evaluate_all(state).await?;
+            Ok(format!("Evaluated {} alert rules: {} triggered", report.evaluated, report.triggered))
+        }
     }
 }
 

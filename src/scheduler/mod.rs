@@ -45,16 +45,18 @@ pub enum JobId {
     WebhookRetry,
     LocalSessionScan,
     GatewayHealth,
+    AlertEvaluation,
 }
 
 impl JobId {
-    pub const ALL: [JobId; 6] = [
+    pub const ALL: [JobId; 7] = [
         Self::AutoBackup,
         Self::AutoCleanup,
         Self::AgentHeartbeat,
         Self::WebhookRetry,
         Self::LocalSessionScan,
         Self::GatewayHealth,
+        Self::AlertEvaluation,
     ];
 
     /// The jobs `POST /api/scheduler` runs on demand.
@@ -68,6 +70,7 @@ impl JobId {
             Self::WebhookRetry => "webhook_retry",
             Self::LocalSessionScan => "local_session_scan",
             Self::GatewayHealth => "gateway_health",
+            Self::AlertEvaluation => "alert_evaluation",
         }
     }
 
@@ -79,6 +82,7 @@ impl JobId {
             Self::WebhookRetry => "Webhook retry",
             Self::LocalSessionScan => "Local session scan",
             Self::GatewayHealth => "Gateway health check",
+            Self::AlertEvaluation => "Alert evaluation",
         }
     }
 
@@ -94,20 +98,32 @@ impl JobId {
             Self::AgentHeartbeat => Some(Key::AgentHeartbeat),
             Self::WebhookRetry => Some(Key::WebhooksRetryEnabled),
             Self::LocalSessionScan => Some(Key::LocalSessionScan),
-            Self::GatewayHealth => None,
+            Self::GatewayHealth | Self::AlertEvaluation => None,
         }
     }
 
-    /// When the job runs, as a cron expression (seconds first, UTC). Jobs that share a period are a few
-    /// seconds apart so they do not all start at once.
-    pub fn cron(self) -> &'static str {
+    /// When the job runs, as a cron expression (seconds first, UTC); `None` for alert evaluation, whose
+    /// period is configured (see [`JobId::schedule`]). Jobs that share a period are some seconds apart so
+    /// they do not all start at once.
+    pub fn cron(self) -> Option<&'static str> {
         match self {
-            Self::AutoBackup => "0 0 3 * * *",
-            Self::AutoCleanup => "0 0 4 * * *",
-            Self::AgentHeartbeat => "0 */5 * * * *",
-            Self::WebhookRetry => "0 * * * * *",
-            Self::LocalSessionScan => "30 * * * * *",
-            Self::GatewayHealth => "15 */5 * * * *",
+            Self::AutoBackup => Some("0 0 3 * * *"),
+            Self::AutoCleanup => Some("0 0 4 * * *"),
+            Self::AgentHeartbeat => Some("0 */5 * * * *"),
+            Self::WebhookRetry => Some("0 * * * * *"),
+            Self::LocalSessionScan => Some("30 * * * * *"),
+            Self::GatewayHealth => Some("15 */5 * * * *"),
+            Self::AlertEvaluation => None,
+        }
+    }
+
+    /// The job's schedule. Alert evaluation runs every `SVC_ALERT_EVAL_INTERVAL` seconds: a cron
+    /// expression when the period divides a minute or an hour evenly (the default 300 s is
+    /// `45 */5 * * * *`), else a fixed period counted from the end of the previous run.
+    pub fn schedule(self, config: &Config) -> Result<Schedule, String> {
+        match self.cron() {
+            Some(expression) => Schedule::cron(expression),
+            None => Ok(Schedule::period(config.alert_eval_interval, 45)),
         }
     }
 }
@@ -126,6 +142,20 @@ impl Schedule {
         cron::Schedule::from_str(expression)
             .map(|s| Self::Cron(Box::new(s)))
             .map_err(|e| format!("invalid cron expression {expression:?}: {e}"))
+    }
+
+    /// Every `secs` seconds: aligned to the clock through a cron expression when `secs` divides a minute
+    /// or (as whole minutes) an hour, at second `second` of the minute for minute periods; else a fixed
+    /// period.
+    pub fn period(secs: u64, second: u32) -> Self {
+        let expression = match secs {
+            0 => None,
+            s if s < 60 && 60 % s == 0 => Some(format!("*/{s} * * * * *")),
+            3600 => Some(format!("{} 0 * * * *", second % 60)),
+            s if s % 60 == 0 && 3600 % s == 0 => Some(format!("{} */{} * * * *", second % 60, s / 60)),
+            _ => None,
+        };
+        expression.and_then(|e| Self::cron(&e).ok()).unwrap_or_else(|| Self::Every(Duration::from_secs(secs.max(1))))
     }
 
     /// The first run time strictly after `after`; `None` when the schedule has no further time.
@@ -164,10 +194,10 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(_config: &Config) -> Result<Self, String> {
+    pub fn new(config: &Config) -> Result<Self, String> {
         let jobs = JobId::ALL
             .into_iter()
-            .map(|id| Ok(Job { id, schedule: Schedule::cron(id.cron())? }))
+            .map(|id| Ok(Job { id, schedule: id.schedule(config)? }))
             .collect::<Result<Vec<_>, String>>()?;
         let slots = jobs.iter().map(|_| Slot::default()).collect();
         let (stop, _) = watch::channel(());
@@ -294,7 +324,7 @@ async fn execute(state: &AppState, id: JobId, triggered_by: Option<String>) -> A
 #[salvo(schema(name = "SchedulerTask"))]
 pub struct TaskStatus {
     /// `auto_backup`, `auto_cleanup`, `agent_heartbeat`, `webhook_retry`, `local_session_scan`, then extra
-    /// jobs (`gateway_health`).
+    /// jobs (`gateway_health`, `alert_evaluation`).
     pub id: String,
     pub name: String,
     /// Whether the job's setting lets its scheduled runs happen.
@@ -389,7 +419,7 @@ mod tests {
     }
 
     fn next(id: JobId, after: DateTime<Utc>) -> DateTime<Utc> {
-        Schedule::cron(id.cron()).unwrap().next_after(after).unwrap()
+        Schedule::cron(id.cron().unwrap()).unwrap().next_after(after).unwrap()
     }
 
     #[test]
@@ -418,7 +448,7 @@ mod tests {
             (JobId::LocalSessionScan, 60),
             (JobId::GatewayHealth, 300),
         ] {
-            let schedule = Schedule::cron(id.cron()).unwrap();
+            let schedule = Schedule::cron(id.cron().unwrap()).unwrap();
             let mut t = schedule.next_after(at(2026, 6, 30, 23, 51, 7)).unwrap();
             for _ in 0..30 {
                 let n = schedule.next_after(t).unwrap();
@@ -439,19 +469,61 @@ mod tests {
     }
 
     #[test]
+    fn configured_periods_align_to_the_clock_when_they_can() {
+        let t = at(2026, 3, 1, 10, 2, 50);
+        let every = |secs: u64| Schedule::period(secs, 45);
+        assert!(matches!(every(300), Schedule::Cron(_)));
+        assert_eq!(every(300).next_after(t), Some(at(2026, 3, 1, 10, 5, 45)));
+        assert_eq!(every(300).next_after(at(2026, 3, 1, 10, 5, 45)), Some(at(2026, 3, 1, 10, 10, 45)));
+        assert_eq!(every(60).next_after(t), Some(at(2026, 3, 1, 10, 3, 45)));
+        assert_eq!(every(3600).next_after(t), Some(at(2026, 3, 1, 11, 0, 45)));
+        assert_eq!(every(15).next_after(t), Some(at(2026, 3, 1, 10, 3, 0)));
+        assert_eq!(every(1).next_after(t), Some(at(2026, 3, 1, 10, 2, 51)));
+        // Periods that do not divide a minute or an hour count from the end of the previous run.
+        for secs in [7, 90, 420, 7200, 86_400] {
+            assert!(matches!(every(secs), Schedule::Every(_)), "{secs}");
+            assert_eq!(every(secs).next_after(t), Some(t + chrono::Duration::seconds(secs as i64)), "{secs}");
+        }
+        assert_eq!(every(0).next_after(t), Some(at(2026, 3, 1, 10, 2, 51)), "never a busy loop");
+    }
+
+    #[test]
     fn registry_order_ids_and_settings() {
         let ids: Vec<&str> = JobId::ALL.iter().map(|j| j.as_str()).collect();
         assert_eq!(
             ids,
-            ["auto_backup", "auto_cleanup", "agent_heartbeat", "webhook_retry", "local_session_scan", "gateway_health"]
+            [
+                "auto_backup",
+                "auto_cleanup",
+                "agent_heartbeat",
+                "webhook_retry",
+                "local_session_scan",
+                "gateway_health",
+                "alert_evaluation"
+            ]
         );
+        let config = |interval: &str| {
+            let args = ["--agw-home", "/nonexistent", "--alert-eval-interval", interval];
+            crate::config::Settings::from_args(args).unwrap().validate().unwrap()
+        };
+        let default = config("300");
         for id in JobId::ALL {
             assert_eq!(JobId::parse(id.as_str()), Some(id));
-            assert!(Schedule::cron(id.cron()).is_ok(), "{}", id.as_str());
+            assert!(id.schedule(&default).is_ok(), "{}", id.as_str());
         }
         assert_eq!(JobId::parse("nope"), None);
         assert_eq!(JobId::AgentHeartbeat.setting(), Some(Key::AgentHeartbeat));
         assert_eq!(JobId::WebhookRetry.setting(), Some(Key::WebhooksRetryEnabled));
         assert_eq!(JobId::GatewayHealth.setting(), None);
+        assert_eq!(JobId::AlertEvaluation.setting(), None);
+        let t = at(2026, 3, 1, 10, 2, 50);
+        let alert = |interval: &str| JobId::AlertEvaluation.schedule(&config(interval)).unwrap().next_after(t);
+        assert_eq!(alert("300"), Some(at(2026, 3, 1, 10, 5, 45)));
+        assert_eq!(alert("120"), Some(at(2026, 3, 1, 10, 4, 45)));
+        assert_eq!(alert("45"), Some(t + chrono::Duration::seconds(45)));
+        let zero = crate::config::Settings::from_args(["--agw-home", "/x", "--alert-eval-interval", "0"]).unwrap();
+        assert!(zero.validate().is_err(), "a zero interval is refused at start");
+        let scheduler = Scheduler::new(&default).unwrap();
+        assert_eq!(scheduler.jobs().iter().map(|j| j.id).collect::<Vec<_>>(), JobId::ALL);
     }
 }

@@ -90,7 +90,7 @@ async fn the_list_shows_the_five_jobs_then_the_extras_with_their_schedules() {
     let list = tasks(&app).await;
     let ids: Vec<&str> = list.iter().map(|t| t["id"].as_str().unwrap()).collect();
     assert_eq!(ids[..5], FIVE, "the interface's five first, in order");
-    assert_eq!(ids[5..], ["gateway_health"], "then the extra jobs");
+    assert_eq!(ids[5..], ["gateway_health", "alert_evaluation"], "then the extra jobs");
     for t in &list {
         let id = t["id"].as_str().unwrap();
         assert!(t["name"].as_str().is_some_and(|n| !n.is_empty()), "{t}");
@@ -101,7 +101,7 @@ async fn the_list_shows_the_five_jobs_then_the_extras_with_their_schedules() {
     }
     let enabled: Vec<bool> = list.iter().map(|t| t["enabled"].as_bool().unwrap()).collect();
     // auto_backup and auto_cleanup are off by default; the others on.
-    assert_eq!(enabled, [false, false, true, true, true, true]);
+    assert_eq!(enabled, [false, false, true, true, true, true, true]);
 
     let next = |i: usize| list[i]["nextRun"].as_i64().unwrap();
     let (minute, hour, day) = (60_000, 3_600_000, 86_400_000);
@@ -116,12 +116,14 @@ async fn the_list_shows_the_five_jobs_then_the_extras_with_their_schedules() {
     assert_eq!(next(4) % minute, 30_000, "local_session_scan every minute, half a minute apart");
     assert!(next(4) - before <= minute);
     assert_eq!(next(5) % (5 * minute), 15_000, "gateway_health every 5 minutes");
+    // The tests run with SVC_ALERT_EVAL_INTERVAL=86400: a fixed period from the start.
+    assert!((next(6) - before - day).abs() < 60_000, "alert_evaluation in a day: {}", next(6) - before);
 
     set(&app, "general.auto_backup", "enabled").await;
     set(&app, "general.local_session_scan", "disabled").await;
     set(&app, "webhooks.retry_enabled", "false").await;
     let enabled: Vec<bool> = tasks(&app).await.iter().map(|t| t["enabled"].as_bool().unwrap()).collect();
-    assert_eq!(enabled, [true, false, true, false, false, true], "settings take effect at once");
+    assert_eq!(enabled, [true, false, true, false, false, true, true], "settings take effect at once");
 }
 
 #[tokio::test]
@@ -598,7 +600,19 @@ async fn the_extra_jobs_run() {
     assert_eq!(message, "Checked 1 gateways: 0 online", "the default gateway on a closed port");
     let message = opsdeck::scheduler::run(&app.state, JobId::LocalSessionScan, Trigger::Schedule).await.unwrap();
     assert_eq!(message, "Found 0 local sessions");
-    for id in ["gateway_health", "local_session_scan"] {
+
+    let rule = json!({"name": "Broken agents", "entity_type": "agent", "condition_field": "status",
+                      "condition_operator": "equals", "condition_value": "error"});
+    let created = app.post("/api/alerts", &Auth::ApiKey, rule).await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    let message = opsdeck::scheduler::run(&app.state, JobId::AlertEvaluation, Trigger::Schedule).await.unwrap();
+    assert_eq!(message, "Evaluated 1 alert rules: 0 triggered");
+    app.post("/api/agents", &Auth::ApiKey, json!({"name": "broken", "role": "dev", "status": "error"})).await;
+    let message = opsdeck::scheduler::run(&app.state, JobId::AlertEvaluation, Trigger::Schedule).await.unwrap();
+    assert_eq!(message, "Evaluated 1 alert rules: 1 triggered");
+    let notes = app.get("/api/notifications", &Auth::ApiKey).await;
+    assert!(notes.body["notifications"].as_array().unwrap().iter().any(|n| n["type"] == "alert"), "{}", notes.text);
+    for id in ["gateway_health", "local_session_scan", "alert_evaluation"] {
         assert_eq!(task(&app, id).await["lastResult"]["ok"], true, "{id}");
     }
 }
