@@ -88,6 +88,9 @@ pub struct Settings {
     /// Folder of Claude-Code-style session transcripts (default ~/.claude/projects).
     #[arg(long, env = "SVC_LOCAL_SESSIONS_DIR")]
     pub local_sessions_dir: Option<PathBuf>,
+    /// Let webhooks reach link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254).
+    #[arg(long, env = "SVC_WEBHOOK_ALLOW_LINK_LOCAL", default_value = "false", action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub webhook_allow_link_local: bool,
     /// Consecutive failed deliveries after which a webhook's circuit opens.
     #[arg(long, env = "SVC_WEBHOOK_MAX_RETRIES", default_value_t = 5)]
     pub webhook_max_retries: u32,
@@ -167,6 +170,7 @@ pub struct Config {
     pub webhook_max_retries: u32,
     /// Seconds between scheduled alert evaluations (at least 1).
     pub alert_eval_interval: u64,
+    pub webhook_allow_link_local: bool,
     pub gateway_host: String,
     pub gateway_port: u16,
     pub gateway_token: Option<String>,
@@ -298,6 +302,7 @@ impl Settings {
             quality_reviewer: self.quality_reviewer,
             webhook_max_retries: self.webhook_max_retries.max(1),
             alert_eval_interval: self.alert_eval_interval,
+            webhook_allow_link_local: self.webhook_allow_link_local,
             gateway_host: self.gateway_host,
             gateway_port: self.gateway_port,
             gateway_token: self.gateway_token.filter(|t| !t.is_empty()),

@@ -30,11 +30,12 @@ fn check_name(p: &mut Problems, name: &str) {
     p.check(!name.is_empty() && name.chars().count() <= 100, "name", "must be 1-100 characters");
 }
 
-fn check_url(p: &mut Problems, url: &str) {
+fn check_url(p: &mut Problems, url: &str, allow_link_local: bool) {
     let ok = reqwest::Url::parse(url)
         .map(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()))
         .unwrap_or(false);
     p.check(ok && url.len() <= 2048, "url", "must be an http or https URL");
+    p.check(allow_link_local || !super::target::literal_blocked(url), "url", super::target::REFUSED);
 }
 
 fn check_events(p: &mut Problems, events: &[String]) {
@@ -95,7 +96,7 @@ pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Crea
     let events = body.events.unwrap_or_else(|| vec!["*".into()]);
     let mut p = Problems::default();
     check_name(&mut p, &name);
-    check_url(&mut p, &url);
+    check_url(&mut p, &url, state.config.webhook_allow_link_local);
     check_events(&mut p, &events);
     p.finish()?;
     let secret = if body.generate_secret.unwrap_or(true) { generate_secret()? } else { String::new() };
@@ -162,7 +163,7 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Webh
         check_name(&mut p, n);
     }
     if let Some(u) = &url {
-        check_url(&mut p, u);
+        check_url(&mut p, u, state.config.webhook_allow_link_local);
     }
     if let Some(e) = &body.events {
         check_events(&mut p, e);

@@ -44,8 +44,11 @@ impl Outcome {
 }
 
 /// One signed POST of a delivery's body.
-pub async fn send(client: &reqwest::Client, hook: &WebhookRecord, d: &Delivery) -> Outcome {
+pub async fn send(client: &reqwest::Client, hook: &WebhookRecord, d: &Delivery, allow_link_local: bool) -> Outcome {
     let started = Instant::now();
+    if !allow_link_local && let Err(error) = super::target::check(&hook.url).await {
+        return Outcome { status_code: None, response_body: String::new(), error: Some(error), duration_ms: 0.0 };
+    }
     let timestamp = now_secs();
     let msg_id = format!("msg_{}", d.message_id);
     let mut request = client
@@ -104,7 +107,7 @@ pub async fn attempt(state: &AppState, delivery_id: u64, mode: Mode) -> AppResul
         state.write(move |tx| Ok(store::hold(tx, &delivery)?)).await?;
         return Ok(None);
     }
-    let outcome = send(&state.http, &hook, &delivery).await;
+    let outcome = send(&state.http, &hook, &delivery, state.config.webhook_allow_link_local).await;
     let max_failures = state.config.webhook_max_retries;
     let retry_enabled = mode == Mode::Scheduled && crate::webhooks::api::retry_enabled(state).await;
     let result = outcome.clone();

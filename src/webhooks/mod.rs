@@ -4,6 +4,7 @@
 pub mod api;
 pub mod delivery;
 pub mod store;
+pub mod target;
 
 use hmac::{Hmac, KeyInit, Mac};
 use salvo_oapi::ToSchema;

@@ -371,3 +371,29 @@ async fn the_retry_setting_switches_scheduled_retries_off() {
     assert_eq!(list.body["total"], 1, "no retry queued: {}", list.text);
     assert!(list.body["deliveries"][0]["next_retry_at"].is_null());
 }
+
+#[tokio::test]
+async fn link_local_and_metadata_targets_are_refused_unless_allowed() {
+    let app = spawn_app().await;
+    for url in ["http://169.254.169.254/latest/meta-data", "http://[fd00:ec2::254]/", "http://[fe80::1]:8080/x"] {
+        let reply = app.post("/api/webhooks", &Auth::ApiKey, json!({"name": "meta", "url": url})).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{url}");
+        assert!(reply.body["details"][0].as_str().unwrap().contains("SVC_WEBHOOK_ALLOW_LINK_LOCAL"), "{}", reply.text);
+    }
+    let allowed = spawn_app_with(&["--webhook-allow-link-local", "true"]).await;
+    let reply =
+        allowed.post("/api/webhooks", &Auth::ApiKey, json!({"name": "meta", "url": "http://169.254.169.254/x"})).await;
+    assert_eq!(reply.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn redirects_are_not_followed() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    receiver.respond_with(302);
+    let (id, _) = create_hook(&app, &receiver.url, Some(json!(["test.ping"]))).await;
+    let reply = app.post("/api/webhooks/test", &Auth::ApiKey, json!({"id": id})).await;
+    assert_eq!(reply.body["status_code"], 302);
+    assert_eq!(reply.body["success"], false, "3xx is a failure, not followed");
+    assert_eq!(receiver.hits().len(), 1);
+}
