@@ -121,8 +121,12 @@ pub async fn cleanup(state: &AppState, triggered_by: Option<String>) -> AppResul
         let deleted = match days {
             0 => 0,
             days => {
-                prune(state, kind, now_ms.saturating_sub(i64::try_from(days).unwrap_or(i64::MAX / DAY_MS) * DAY_MS))
-                    .await?
+                prune(
+                    state,
+                    kind,
+                    now_ms.saturating_sub(i64::try_from(days).unwrap_or(i64::MAX).saturating_mul(DAY_MS)),
+                )
+                .await?
             }
         };
         report.deleted.push((kind, deleted));
@@ -215,7 +219,7 @@ async fn prune_timed(
 /// on-demand run. Returns the names.
 pub async fn heartbeat(state: &AppState, triggered_by: Option<String>) -> AppResult<Vec<String>> {
     let minutes = settings::number(state, Key::AgentTimeoutMinutes).await?.max(1);
-    let timeout_secs = i64::try_from(minutes).unwrap_or(i64::MAX / 60) * 60;
+    let timeout_secs = i64::try_from(minutes).unwrap_or(i64::MAX).saturating_mul(60);
     state
         .write(move |tx| {
             let cutoff = now_secs().saturating_sub(timeout_secs);

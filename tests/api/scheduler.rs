@@ -730,3 +730,16 @@ async fn the_runner_stops_when_the_app_is_dropped() {
     }
     panic!("the app state is still alive");
 }
+
+#[tokio::test]
+async fn huge_retention_windows_keep_everything_without_overflow() {
+    let app =
+        spawn_app_with(&["--retain-logs-days", "99999999999999", "--retain-audit-days", "18446744073709551615"]).await;
+    let hook = app.post("/api/webhooks", &Auth::ApiKey, json!({"name": "h", "url": "http://127.0.0.1:1/x"})).await;
+    seed_rows(&app, hook.body["id"].as_u64().unwrap(), now_secs() - 400 * DAY_SECS, "old").await;
+    let reply = run_now(&app, &Auth::ApiKey, "auto_cleanup").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let old = counts(&app, "old");
+    assert_eq!((old.logs, old.audit), (1, 1), "kept");
+    assert_eq!(old.activities, 0, "the default windows still apply to the rest");
+}
