@@ -3,6 +3,7 @@
 
 pub mod codec;
 pub mod schema;
+mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,6 +23,8 @@ pub enum StoreError {
     Codec(String),
     #[error("background task: {0}")]
     Join(String),
+    #[error("the write could not be made durable: {0}")]
+    Durability(String),
 }
 
 macro_rules! from_redb {
@@ -67,6 +70,8 @@ impl std::ops::Deref for Tx {
 #[derive(Clone)]
 pub struct Store {
     db: Arc<Database>,
+    /// The group-commit writer (see `writer.rs`); declared after `db` so it is dropped last.
+    writer: Arc<writer::Writer>,
 }
 
 impl Store {
@@ -79,7 +84,9 @@ impl Store {
         let tx = db.begin_write()?;
         schema::create_all(&tx)?;
         tx.commit()?;
-        Ok(Self { db: Arc::new(db) })
+        let db = Arc::new(db);
+        let writer = Arc::new(writer::Writer::start(db.clone())?);
+        Ok(Self { db, writer })
     }
 
     pub fn database(&self) -> &Database {
@@ -102,25 +109,37 @@ impl Store {
         .map_err(|e| StoreError::Join(e.to_string()))?
     }
 
-    /// Runs `f` in one write transaction, off the async runtime; commits (durably) only when `f`
-    /// succeeds and returns the events the change produced.
+    /// Runs `f` in one write transaction on the writer thread; commits only when `f` succeeds and
+    /// answers once the commit is durable (group commit: concurrent writes share one fsync). Returns the
+    /// events the change produced.
     pub async fn write<T, E, F>(&self, f: F) -> Result<(T, Committed), E>
     where
         F: FnOnce(&mut Tx) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: From<StoreError> + Send + 'static,
     {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || {
-            let txn = db.begin_write().map_err(StoreError::from)?;
-            let mut tx = Tx { txn, events: Vec::new(), queued_deliveries: false };
-            let value = f(&mut tx)?; // dropping an uncommitted transaction aborts it
-            let Tx { txn, events, queued_deliveries } = tx;
-            txn.commit().map_err(StoreError::from)?;
-            Ok((value, Committed { events, queued_deliveries }))
-        })
-        .await
-        .map_err(|e| StoreError::Join(e.to_string()))?
+        let (reply, answer) = tokio::sync::oneshot::channel::<Result<(T, Committed), E>>();
+        let job: writer::Job = Box::new(move |db: &Database, durability: redb::Durability| {
+            let outcome = (|| {
+                let mut txn = db.begin_write().map_err(StoreError::from)?;
+                txn.set_durability(durability).map_err(|e| StoreError::Db(e.into()))?;
+                let mut tx = Tx { txn, events: Vec::new(), queued_deliveries: false };
+                let value = f(&mut tx)?; // dropping an uncommitted transaction aborts it
+                let Tx { txn, events, queued_deliveries } = tx;
+                txn.commit().map_err(StoreError::from)?;
+                Ok((value, Committed { events, queued_deliveries }))
+            })();
+            Box::new(move |synced: Result<(), Arc<String>>| {
+                let result = match (outcome, synced) {
+                    (Ok(done), Ok(())) => Ok(done),
+                    (Ok(_), Err(e)) => Err(E::from(StoreError::Durability(e.to_string()))),
+                    (Err(e), _) => Err(e),
+                };
+                let _ = reply.send(result);
+            })
+        });
+        self.writer.send(job)?;
+        answer.await.map_err(|_| StoreError::Join("the writer thread dropped a write".into()))?
     }
 }
 
