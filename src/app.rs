@@ -39,6 +39,10 @@ pub struct AppState {
     pub backup_lock: tokio::sync::Mutex<()>,
     /// Signs the `state` of Google sign-in (random per process).
     pub google_key: crate::users::google::StateKey,
+    /// Held while due webhook deliveries are attempted: one pass at a time.
+    pub webhook_sending: tokio::sync::Mutex<()>,
+    /// The scheduled jobs: definitions, running flags and the stop signal of the background tasks.
+    pub scheduler: crate::scheduler::Scheduler,
 }
 
 impl AppState {
@@ -82,6 +86,7 @@ pub async fn build(config: Config) -> Result<App, String> {
     let store =
         Store::open(&config.db_path).map_err(|e| format!("cannot open database {}: {e}", config.db_path.display()))?;
     let passwords = Passwords::new(config.argon2_memory_kib, config.argon2_iterations)?;
+    let scheduler = crate::scheduler::Scheduler::new(&config)?;
     let state = Arc::new(AppState {
         config,
         store,
@@ -96,9 +101,12 @@ pub async fn build(config: Config) -> Result<App, String> {
         local_sessions: tokio::sync::Mutex::new(None),
         backup_lock: tokio::sync::Mutex::new(()),
         google_key: crate::users::google::StateKey::random()?,
+        webhook_sending: tokio::sync::Mutex::new(()),
+        scheduler,
     });
     crate::gateways::api::seed_default(&state).await.map_err(|e| format!("cannot create the default gateway: {e}"))?;
     crate::webhooks::delivery::spawn_worker(&state);
+    crate::scheduler::start(&state).await.map_err(|e| format!("cannot start the scheduler: {e}"))?;
     let generated_admin_password =
         crate::users::seed_first_admin(&state).await.map_err(|e| format!("cannot create the first admin: {e}"))?;
     let router = Router::new().push(Router::with_path("healthz").get(healthz)).push(api_router());
@@ -125,6 +133,7 @@ fn api_router() -> Router {
         .push(crate::logs::api::router())
         .push(crate::settings::api::router())
         .push(crate::backups::api::router())
+        .push(crate::scheduler::api::router())
         .push(crate::tokens::api::router())
         .push(Router::with_path("events").hoop(RequireRole(Role::Viewer)).get(sse::events))
         .push(Router::with_path("docs").get(crate::docs::serve))

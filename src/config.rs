@@ -94,6 +94,9 @@ pub struct Settings {
     /// Consecutive failed deliveries after which a webhook's circuit opens.
     #[arg(long, env = "SVC_WEBHOOK_MAX_RETRIES", default_value_t = 5)]
     pub webhook_max_retries: u32,
+    /// Seconds between scheduled evaluations of the enabled alert rules.
+    #[arg(long, env = "SVC_ALERT_EVAL_INTERVAL", default_value_t = 300)]
+    pub alert_eval_interval: u64,
     /// Reviewer whose approval lets a task move to `done`.
     #[arg(long, env = "SVC_QUALITY_REVIEWER", default_value = "aegis")]
     pub quality_reviewer: String,
@@ -186,6 +189,8 @@ pub struct Config {
     pub argon2_iterations: u32,
     pub quality_reviewer: String,
     pub webhook_max_retries: u32,
+    /// Seconds between scheduled alert evaluations (at least 1).
+    pub alert_eval_interval: u64,
     pub webhook_allow_link_local: bool,
     pub gateway_host: String,
     pub gateway_port: u16,
@@ -329,6 +334,9 @@ impl Settings {
             self.google_redirect_url,
             [self.google_auth_url, self.google_token_url, self.google_userinfo_url],
         )?;
+        if self.alert_eval_interval == 0 {
+            return Err("SVC_ALERT_EVAL_INTERVAL: must be at least 1 second".into());
+        }
         Ok(Config {
             port: self.port,
             hostname: self.hostname,
@@ -349,6 +357,7 @@ impl Settings {
             argon2_iterations: self.argon2_iterations,
             quality_reviewer: self.quality_reviewer,
             webhook_max_retries: self.webhook_max_retries.max(1),
+            alert_eval_interval: self.alert_eval_interval,
             webhook_allow_link_local: self.webhook_allow_link_local,
             gateway_host: self.gateway_host,
             gateway_port: self.gateway_port,

@@ -35,6 +35,10 @@ pub enum AppError {
     /// 500: the message is logged, the client sees a generic text.
     #[error("{0}")]
     Internal(String),
+    /// 500 whose message the (admin) caller sees: an operation they asked for failed, e.g. a scheduler
+    /// job run through `POST /api/scheduler`.
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl AppError {
@@ -56,7 +60,7 @@ impl AppError {
             Self::Upstream(_) => StatusCode::BAD_GATEWAY,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Internal(_) | Self::Failed(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -93,8 +97,10 @@ pub fn write_error(res: &mut Response, status: StatusCode, body: &ErrorBody) {
 #[async_trait]
 impl Writer for AppError {
     async fn write(self, _req: &mut Request, _depot: &mut Depot, res: &mut Response) {
-        if let Self::Internal(message) = &self {
-            tracing::error!(%message, "internal error");
+        match &self {
+            Self::Internal(message) => tracing::error!(%message, "internal error"),
+            Self::Failed(message) => tracing::warn!(%message, "operation failed"),
+            _ => {}
         }
         if let Self::TooManyRequests { retry_after, .. } = &self
             && let Ok(v) = HeaderValue::from_str(&retry_after.to_string())
@@ -138,3 +144,18 @@ macro_rules! via_store {
     ($($t:ty),*) => { $( impl From<$t> for AppError { fn from(e: $t) -> Self { crate::store::StoreError::from(e).into() } } )* };
 }
 via_store!(redb::TableError, redb::StorageError);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_show_their_message_internal_errors_do_not() {
+        let failed = AppError::Failed("backup failed: disk full".into());
+        assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(failed.body().error, "backup failed: disk full");
+        let internal = AppError::Internal("database: secret detail".into());
+        assert_eq!(internal.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(internal.body().error, "Internal server error");
+    }
+}

@@ -14,6 +14,7 @@ pub mod gateways;
 pub mod http;
 pub mod logs;
 pub mod notifications;
+pub mod scheduler;
 pub mod sessions;
 pub mod settings;
 pub mod store;

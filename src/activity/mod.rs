@@ -1,6 +1,8 @@
 //! The activity feed: one row per notable change, written in the change's transaction and announced as
 //! the SSE event `activity.created` after the commit (webhooks turn rows into `activity.<type>`).
 
+pub mod store;
+
 use salvo_oapi::ToSchema;
 use serde::{Deserialize, Serialize};
 

@@ -184,6 +184,14 @@ pub fn list(tx: &ReadTransaction, f: &Filter, limit: usize, offset: usize) -> Re
     Ok((page, ids.len()))
 }
 
+/// Ids of the agents with `status`, in id order (the status index; for the heartbeat check).
+pub fn ids_with_status(tx: &WriteTransaction, status: AgentStatus) -> Result<Vec<u64>, StoreError> {
+    let index = tx.open_table(AGENTS_BY_STATUS)?;
+    let key = status.as_str();
+    let rows = index.range((key, 0)..=(key, u64::MAX))?;
+    Ok(rows.map(|r| r.map(|(k, _)| k.value().1)).collect::<Result<_, _>>()?)
+}
+
 /// Memory as stored: the JSON text of an object.
 #[derive(Serialize, Deserialize)]
 struct MemoryRecord {

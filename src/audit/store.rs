@@ -4,7 +4,7 @@ use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
 use super::AuditEvent;
 use crate::store::schema::{AUDIT, AUDIT_BY_ACTION, AUDIT_BY_ACTOR};
-use crate::store::{StoreError, decode, get, put};
+use crate::store::{StoreError, decode, expired_ids, get, put};
 
 pub fn insert(tx: &WriteTransaction, event: &AuditEvent) -> Result<(), StoreError> {
     put(tx, AUDIT, event.id, event)?;
@@ -69,4 +69,25 @@ fn index_ids(
 pub fn all(tx: &ReadTransaction) -> Result<Vec<AuditEvent>, StoreError> {
     let table = tx.open_table(AUDIT)?;
     table.iter()?.map(|r| decode(r?.1.value())).collect()
+}
+
+/// Ids of audit events created before `cutoff_secs`, oldest first (retention).
+pub fn expired(tx: &ReadTransaction, cutoff_secs: i64) -> Result<Vec<u64>, StoreError> {
+    expired_ids(&tx.open_table(AUDIT)?, cutoff_secs, |e: &AuditEvent| e.created_at, |_| false)
+}
+
+/// Deletes the given audit events with their index entries; returns how many existed.
+pub fn delete(tx: &WriteTransaction, ids: &[u64]) -> Result<u64, StoreError> {
+    let mut table = tx.open_table(AUDIT)?;
+    let mut by_action = tx.open_table(AUDIT_BY_ACTION)?;
+    let mut by_actor = tx.open_table(AUDIT_BY_ACTOR)?;
+    let mut deleted = 0;
+    for &id in ids {
+        let Some(event) = get::<AuditEvent>(&table, id)? else { continue };
+        table.remove(id)?;
+        by_action.remove((event.action.as_str(), id))?;
+        by_actor.remove((event.actor.as_str(), id))?;
+        deleted += 1;
+    }
+    Ok(deleted)
 }

@@ -4,7 +4,7 @@ use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, WriteTransacti
 
 use super::Notification;
 use crate::store::schema::{NOTIFICATIONS, NOTIFICATIONS_BY_RECIPIENT, NOTIFICATIONS_UNREAD};
-use crate::store::{StoreError, get, put};
+use crate::store::{StoreError, expired_ids, get, put};
 
 pub fn insert(tx: &WriteTransaction, n: &Notification) -> Result<(), StoreError> {
     put(tx, NOTIFICATIONS, n.id, n)?;
@@ -103,4 +103,9 @@ pub fn delete(tx: &WriteTransaction, ids: &[u64]) -> Result<usize, StoreError> {
         deleted += 1;
     }
     Ok(deleted)
+}
+
+/// Ids of notifications created before `cutoff_secs`, oldest first (retention; [`delete`] removes them).
+pub fn expired(tx: &ReadTransaction, cutoff_secs: i64) -> Result<Vec<u64>, StoreError> {
+    expired_ids(&tx.open_table(NOTIFICATIONS)?, cutoff_secs, |n: &Notification| n.created_at, |_| false)
 }

@@ -168,6 +168,61 @@ pub fn get<T: DeserializeOwned>(
     }
 }
 
+/// Retention walks stop after this many records in a row inside the retention window: ids grow with
+/// time, so the rest are newer (the slack tolerates a few records out of order after a clock step).
+pub const RETENTION_STOP_AFTER: usize = 1000;
+
+/// Ids of the records of an id-ordered table that retention may delete, oldest first: created before
+/// `cutoff` (as `created_at` reads it) and not spared by `keep`. Walks from the oldest id and stops after
+/// [`RETENTION_STOP_AFTER`] records in a row at or after the cutoff.
+pub fn expired_ids<T: DeserializeOwned>(
+    table: &impl ReadableTable<u64, &'static [u8]>,
+    cutoff: i64,
+    created_at: impl Fn(&T) -> i64,
+    keep: impl Fn(&T) -> bool,
+) -> Result<Vec<u64>, StoreError> {
+    let mut ids = Vec::new();
+    let mut recent_in_a_row = 0;
+    for row in table.iter()? {
+        let (k, v) = row?;
+        let record: T = decode(v.value())?;
+        if created_at(&record) >= cutoff {
+            recent_in_a_row += 1;
+            if recent_in_a_row >= RETENTION_STOP_AFTER {
+                break;
+            }
+            continue;
+        }
+        recent_in_a_row = 0;
+        if !keep(&record) {
+            ids.push(k.value());
+        }
+    }
+    Ok(ids)
+}
+
+/// Cut points that prune a `(timestamp ms, sequence)`-keyed table before `cutoff_ms` in batches of about
+/// `batch` rows: the timestamp of every `batch`-th row before the cutoff, then the cutoff itself. Pruning
+/// "before" each point in turn deletes everything before the cutoff, one short transaction at a time.
+pub fn batch_cutoffs(
+    table: &impl ReadableTable<(u64, u64), &'static [u8]>,
+    cutoff_ms: u64,
+    batch: usize,
+) -> Result<Vec<u64>, StoreError> {
+    let mut points: Vec<u64> = Vec::new();
+    for (i, row) in table.range(..(cutoff_ms, 0))?.enumerate() {
+        let (k, _) = row?;
+        let ts = k.value().0;
+        if i > 0 && i % batch.max(1) == 0 && points.last() != Some(&ts) {
+            points.push(ts);
+        }
+    }
+    if points.last() != Some(&cutoff_ms) {
+        points.push(cutoff_ms);
+    }
+    Ok(points)
+}
+
 pub fn now_secs() -> i64 {
     chrono::Utc::now().timestamp()
 }
@@ -183,6 +238,60 @@ mod tests {
     use redb::{ReadableDatabase, TableHandle};
 
     use super::*;
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Row {
+        at: i64,
+        pinned: bool,
+    }
+
+    const ROWS: redb::TableDefinition<'static, u64, &'static [u8]> = redb::TableDefinition::new("rows");
+    const TIMED: redb::TableDefinition<'static, (u64, u64), &'static [u8]> = redb::TableDefinition::new("timed");
+
+    #[test]
+    fn expired_ids_walk_oldest_first_spare_kept_rows_and_stop_after_a_run_of_recent_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.db")).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let mut t = tx.open_table(ROWS).unwrap();
+            let mut put = |id: u64, at: i64, pinned: bool| {
+                t.insert(id, encode(&Row { at, pinned }).unwrap().as_slice()).unwrap();
+            };
+            put(1, 10, false);
+            put(2, 11, true); // old but kept
+            put(3, 500, false); // recent
+            put(4, 12, false); // old, out of order after a recent one: still found
+            for id in 5..5 + RETENTION_STOP_AFTER as u64 {
+                put(id, 600, false);
+            }
+            // Beyond a full run of recent rows the walk has stopped.
+            put(10_000, 13, false);
+        }
+        let t = tx.open_table(ROWS).unwrap();
+        let ids = expired_ids(&t, 100, |r: &Row| r.at, |r| r.pinned).unwrap();
+        assert_eq!(ids, [1, 4]);
+        assert!(expired_ids(&t, 0, |r: &Row| r.at, |_| false).unwrap().is_empty());
+    }
+
+    #[test]
+    fn batch_cutoffs_split_a_time_keyed_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.db")).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let mut t = tx.open_table(TIMED).unwrap();
+            for (i, ts) in [10u64, 20, 20, 20, 30, 40, 50, 60, 70].into_iter().enumerate() {
+                t.insert((ts, i as u64), b"x".as_slice()).unwrap();
+            }
+        }
+        let t = tx.open_table(TIMED).unwrap();
+        // Rows before 65: 10 20 20 20 30 40 50 60 → every 2nd row's time, deduplicated, then the cutoff.
+        assert_eq!(batch_cutoffs(&t, 65, 2).unwrap(), [20, 30, 50, 65]);
+        assert_eq!(batch_cutoffs(&t, 65, 100).unwrap(), [65]);
+        assert_eq!(batch_cutoffs(&t, 5, 2).unwrap(), [5], "nothing before the cutoff");
+        assert_eq!(batch_cutoffs(&t, 20, 1).unwrap(), [20], "the cutoff is not repeated");
+    }
 
     /// The backup copies `ALL_TABLES`; it must be exactly the set of tables a database holds.
     #[test]

@@ -171,4 +171,8 @@ tables! {
     TOKEN_USAGE_BY_SESSION: (&str, u64, u64) => () = "token_usage_by_session";
     /// (timestamp ms of the session's latest record, session) → (): sessions by recent activity.
     TOKEN_SESSIONS_BY_LAST: (u64, &str) => () = "token_sessions_by_last";
+
+    // scheduler
+    /// Persisted state of each scheduled job: job id → {last_run, next_run, running, last_result}.
+    SCHEDULER_JOBS: &str => &[u8] = "scheduler_jobs";
 }

@@ -156,7 +156,10 @@ pub async fn attempt(state: &AppState, delivery_id: u64, mode: Mode) -> AppResul
 }
 
 /// Attempts every due delivery, `BATCH` at a time, a few in parallel. Returns how many were attempted.
+/// One pass at a time (the wake-up worker and the scheduler's `webhook_retry` job share it), so an attempt
+/// is never sent twice.
 pub async fn process_due(state: &AppState) -> AppResult<usize> {
+    let _one_pass = state.webhook_sending.lock().await;
     let mut attempted = 0;
     loop {
         let now = now_millis().max(0) as u64;
@@ -182,11 +185,13 @@ pub async fn process_due(state: &AppState) -> AppResult<usize> {
     }
 }
 
-/// Runs the sender until the app is dropped: immediately when a change queues deliveries, and every
-/// `RETRY_PERIOD` for scheduled retries (also after a restart: the outbox is durable).
+/// Runs the sender until the app is dropped: once at start (attempts queued before a restart: the outbox
+/// is durable) and immediately whenever a change queues deliveries, so first attempts never wait. Due
+/// retries are the scheduler's `webhook_retry` job, every `RETRY_PERIOD`.
 pub fn spawn_worker(state: &Arc<AppState>) {
     let weak: Weak<AppState> = Arc::downgrade(state);
     let wake = state.webhook_wake.clone();
+    let mut stop = state.scheduler.stop_signal();
     tokio::spawn(async move {
         loop {
             let Some(state) = weak.upgrade() else { return };
@@ -196,7 +201,7 @@ pub fn spawn_worker(state: &Arc<AppState>) {
             drop(state);
             tokio::select! {
                 _ = wake.notified() => {}
-                _ = tokio::time::sleep(RETRY_PERIOD) => {}
+                _ = stop.changed() => return,
             }
         }
     });

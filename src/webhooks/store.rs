@@ -4,7 +4,7 @@ use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
 use super::{Delivery, HISTORY_PER_WEBHOOK, WebhookRecord};
 use crate::store::schema::{WEBHOOK_DELIVERIES, WEBHOOK_DELIVERIES_BY_WEBHOOK, WEBHOOK_HELD, WEBHOOK_OUTBOX, WEBHOOKS};
-use crate::store::{StoreError, decode, get, next_id, now_secs, put};
+use crate::store::{StoreError, decode, expired_ids, get, next_id, now_secs, put};
 
 pub fn list(tx: &ReadTransaction) -> Result<Vec<WebhookRecord>, StoreError> {
     tx.open_table(WEBHOOKS)?.iter()?.map(|r| decode(r?.1.value())).collect()
@@ -183,4 +183,24 @@ pub fn deliveries(
         }
     }
     Ok((page, total))
+}
+
+/// Ids of finished deliveries created before `cutoff_secs`, oldest first (retention). Pending attempts
+/// (queued or held) are kept.
+pub fn expired_deliveries(tx: &ReadTransaction, cutoff_secs: i64) -> Result<Vec<u64>, StoreError> {
+    expired_ids(&tx.open_table(WEBHOOK_DELIVERIES)?, cutoff_secs, |d: &Delivery| d.created_at, |d| d.state == "pending")
+}
+
+/// Deletes the given deliveries unless they are pending; returns how many were deleted.
+pub fn delete_deliveries(tx: &WriteTransaction, ids: &[u64]) -> Result<u64, StoreError> {
+    let mut deleted = 0;
+    for &id in ids {
+        let Some(d) = get_delivery(tx, id)? else { continue };
+        if d.state == "pending" {
+            continue;
+        }
+        remove_delivery(tx, d.webhook_id, id)?;
+        deleted += 1;
+    }
+    Ok(deleted)
 }

@@ -94,6 +94,8 @@ pub async fn try_spawn_app_with(extra: &[&str]) -> Result<TestApp, String> {
         ("--gateway-port", "1"),
         ("--local-sessions-dir", "/nonexistent/opsdeck-test-sessions"),
         ("--agw-home", agw_home.as_str()),
+        // No scheduled alert evaluation in the middle of a test (a test evaluates when it means to).
+        ("--alert-eval-interval", "86400"),
     ];
     // `extra` is flag/value pairs; a flag given there replaces its default.
     let overrides: Vec<(&str, &str)> = extra.chunks(2).map(|p| (p[0], p[1])).collect();

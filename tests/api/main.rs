@@ -16,6 +16,7 @@ mod logs;
 mod notifications;
 mod receiver;
 mod role_matrix;
+mod scheduler;
 mod secrets;
 mod sessions;
 mod settings;

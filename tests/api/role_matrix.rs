@@ -60,6 +60,8 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ("DELETE", "/api/notifications", "admin"),
     ("GET", "/api/quality-review", "viewer"),
     ("POST", "/api/quality-review", "operator"),
+    ("GET", "/api/scheduler", "admin"),
+    ("POST", "/api/scheduler", "admin"),
     ("GET", "/api/sessions", "viewer"),
     ("POST", "/api/sessions/{id}/control", "operator"),
     ("GET", "/api/settings", "admin"),
