@@ -317,3 +317,18 @@ pub async fn seed_first_admin(state: &AppState) -> AppResult<Option<String>> {
         .await?;
     Ok(if created { generated } else { None })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dummy_hash_is_a_real_phc_string_of_the_same_cost() {
+        let p = Passwords::new(4096, 2).unwrap();
+        let parsed = argon2::PasswordHash::new(&p.dummy_hash).expect("parses");
+        assert_eq!(parsed.algorithm.as_str(), "argon2id");
+        // A wrong password against it is a mismatch (work done), not a format error.
+        let err = p.argon().verify_password(b"x", p.dummy_hash.as_str()).unwrap_err();
+        assert_eq!(err, argon2::password_hash::Error::PasswordInvalid, "{err:?}");
+    }
+}

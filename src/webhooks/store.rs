@@ -92,12 +92,19 @@ pub fn queue(
     Ok(delivery)
 }
 
-/// Keeps the newest `HISTORY_PER_WEBHOOK` deliveries of a webhook.
+/// Keeps the newest `HISTORY_PER_WEBHOOK` deliveries of a webhook by removing the oldest finished ones;
+/// an attempt still waiting (pending or held) is never dropped, whatever the backlog.
 fn trim_history(tx: &WriteTransaction, webhook_id: u64) -> Result<(), StoreError> {
     let ids = delivery_ids(tx, webhook_id)?;
-    if ids.len() > HISTORY_PER_WEBHOOK {
-        for id in &ids[..ids.len() - HISTORY_PER_WEBHOOK] {
-            remove_delivery(tx, webhook_id, *id)?;
+    let mut excess = ids.len().saturating_sub(HISTORY_PER_WEBHOOK);
+    for id in ids {
+        if excess == 0 {
+            break;
+        }
+        let finished = get::<Delivery>(&tx.open_table(WEBHOOK_DELIVERIES)?, id)?.is_none_or(|d| d.state != "pending");
+        if finished {
+            remove_delivery(tx, webhook_id, id)?;
+            excess -= 1;
         }
     }
     Ok(())

@@ -94,9 +94,12 @@ async fn the_list_shows_the_five_jobs_then_the_extras_with_their_schedules() {
     for t in &list {
         let id = t["id"].as_str().unwrap();
         assert!(t["name"].as_str().is_some_and(|n| !n.is_empty()), "{t}");
-        assert_eq!(t["lastRun"], Value::Null, "{id} never ran");
-        assert_eq!(t["lastResult"], Value::Null, "{id}");
-        assert_eq!(t["running"], false, "{id}");
+        // The every-minute jobs may already have hit a minute mark since the app started.
+        if !["webhook_retry", "local_session_scan"].contains(&id) {
+            assert_eq!(t["lastRun"], Value::Null, "{id} never ran");
+            assert_eq!(t["lastResult"], Value::Null, "{id}");
+            assert_eq!(t["running"], false, "{id}");
+        }
         assert!(t["nextRun"].as_i64().unwrap() > before, "{id} runs in the future: {t}");
     }
     let enabled: Vec<bool> = list.iter().map(|t| t["enabled"].as_bool().unwrap()).collect();

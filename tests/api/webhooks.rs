@@ -397,3 +397,23 @@ async fn redirects_are_not_followed() {
     assert_eq!(reply.body["success"], false, "3xx is a failure, not followed");
     assert_eq!(receiver.hits().len(), 1);
 }
+
+#[tokio::test]
+async fn history_trimming_never_drops_a_waiting_delivery() {
+    use opsdeck::webhooks::store;
+    let app = spawn_app().await;
+    // A receiver that is never attempted: the outbox is filled straight through the store.
+    let (id, _) = create_hook(&app, "http://127.0.0.1:1/never", Some(json!(["test.ping"]))).await;
+    app.state
+        .store
+        .write(move |tx| {
+            for _ in 0..250 {
+                store::queue(tx, id, "test.ping", "{}", 0, None, u64::MAX - 1)?;
+            }
+            Ok::<_, opsdeck::store::StoreError>(())
+        })
+        .await
+        .unwrap();
+    let list = app.get(&format!("/api/webhooks/deliveries?webhook_id={id}&limit=200"), &Auth::ApiKey).await;
+    assert_eq!(list.body["total"], 250, "250 waiting deliveries are all kept");
+}

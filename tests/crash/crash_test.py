@@ -123,6 +123,11 @@ while time.time() < deadline:
     if not undelivered:
         break
     time.sleep(0.5)
+if undelivered:
+    hooks = call("GET", "/api/webhooks")["webhooks"]
+    print("webhook state:", json.dumps(hooks))
+    failed = [d for d in call("GET", "/api/webhooks/deliveries?limit=200")["deliveries"] if d["state"] != "success"]
+    print("deliveries not successful:", json.dumps(failed[:10]))
 proc.send_signal(signal.SIGTERM)
 proc.wait(timeout=20)
 print(f"rounds={ROUNDS} acknowledged_tasks={len(acked_tasks)} acknowledged_tokens={acked_tokens} "
