@@ -5,14 +5,18 @@ pub mod agents;
 pub mod alerts;
 pub mod app;
 pub mod audit;
+pub mod background;
 pub mod backups;
+pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod docs;
 pub mod error;
 pub mod events;
 pub mod gateways;
 pub mod http;
 pub mod logs;
+pub mod metrics;
 pub mod notifications;
 pub mod sessions;
 pub mod settings;
@@ -33,8 +37,10 @@ use salvo::prelude::*;
 pub use app::{App, build};
 pub use config::Config;
 
-/// Serves `app` on an already-bound listener until `shutdown` completes, then stops gracefully
-/// (in-flight requests get up to 10 s).
+/// Serves `app` on an already-bound listener until `shutdown` completes, then stops gracefully:
+/// no new connections; in-flight requests get `SVC_SHUTDOWN_TIMEOUT_SECS` (live event streams end at
+/// once); background tasks (the webhook sender finishing its attempts in flight) get as long again and
+/// are aborted after that; then the last handle on the database is dropped, which closes it.
 pub async fn serve<A, F>(app: App, acceptor: A, shutdown: F)
 where
     A: salvo::conn::Acceptor + Send + 'static,
@@ -42,11 +48,37 @@ where
 {
     let server = Server::new(acceptor);
     let handle = server.handle();
-    tokio::spawn(async move {
-        shutdown.await;
-        handle.stop_graceful(Duration::from_secs(10));
-    });
+    let state = app.state.clone();
+    let grace = state.config.shutdown_timeout;
+    let watcher = {
+        let state = state.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            tracing::info!(grace_secs = grace.as_secs(), "shutting down: finishing in-flight requests");
+            state.background.begin_stop();
+            handle.stop_graceful(grace);
+        })
+    };
     server.serve(app.service()).await;
+    // A server that stopped by itself (not through `shutdown`) still stops the background work.
+    watcher.abort();
+    let aborted = state.background.stop(grace).await;
+    if !aborted.is_empty() {
+        tracing::warn!(tasks = ?aborted, "background tasks did not stop in time and were aborted");
+    }
+    let database = state.store.downgrade();
+    drop(state);
+    drop(app);
+    // Whatever still holds the database (a response body being streamed) lets go within moments.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while database.strong_count() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if database.strong_count() == 0 {
+        tracing::info!("database closed");
+    } else {
+        tracing::debug!("database still in use; it closes when its last user ends");
+    }
 }
 
 /// Binds `host:port` (port 0 picks a free one) and returns the acceptor with its local address.
