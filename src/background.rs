@@ -51,6 +51,11 @@ impl Background {
         }
     }
 
+    /// A receiver that turns true when shutdown begins.
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
     /// Tells every task to stop (long-lived streams end too).
     pub fn begin_stop(&self) {
         self.stop.send_replace(true);

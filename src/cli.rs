@@ -35,7 +35,10 @@ pub fn clap_error_line(cmd: &clap::Command, err: &clap::Error) -> String {
 /// Installs the global log subscriber: human lines or JSON lines on stderr, filtered by `filter`.
 pub fn init_logging(format: LogFormat, filter: &str) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter).map_err(|e| format!("RUST_LOG: {e}"))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    use std::io::IsTerminal;
+    // Colours only on a terminal (not in journald, files or pipes) and never with NO_COLOR.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let installed = match format {
         LogFormat::Human => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),

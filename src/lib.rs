@@ -28,6 +28,7 @@ pub mod users;
 pub mod webhooks;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use salvo::conn::TcpListener;
@@ -46,9 +47,9 @@ where
     A: salvo::conn::Acceptor + Send + 'static,
     F: Future<Output = ()> + Send + 'static,
 {
-    let server = Server::new(acceptor);
-    let handle = server.handle();
     let state = app.state.clone();
+    let server = Server::new(ClosingAcceptor::new(acceptor, state.background.subscribe()));
+    let handle = server.handle();
     let grace = state.config.shutdown_timeout;
     let watcher = {
         let state = state.clone();
@@ -78,6 +79,58 @@ where
         tracing::info!("database closed");
     } else {
         tracing::debug!("database still in use; it closes when its last user ends");
+    }
+}
+
+/// An acceptor that closes its listening socket as soon as shutdown begins, so new connections are
+/// refused (a load balancer moves on at once) while the requests in flight finish.
+pub struct ClosingAcceptor<A> {
+    inner: Arc<tokio::sync::Mutex<Option<A>>>,
+    holdings: Vec<salvo::conn::Holding>,
+    stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl<A: salvo::conn::Acceptor + 'static> ClosingAcceptor<A> {
+    /// Must be called inside the runtime: a task drops the listener when `stop` turns true (or its
+    /// sender goes), also when the server no longer polls `accept`.
+    pub fn new(inner: A, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        let holdings = inner.holdings().to_vec();
+        let inner = Arc::new(tokio::sync::Mutex::new(Some(inner)));
+        let (slot, mut watch) = (inner.clone(), stop.clone());
+        tokio::spawn(async move {
+            let _ = watch.wait_for(|stopping| *stopping).await;
+            slot.lock().await.take();
+        });
+        Self { inner, holdings, stop }
+    }
+}
+
+impl<A: salvo::conn::Acceptor + 'static> salvo::conn::Acceptor for ClosingAcceptor<A> {
+    type Coupler = A::Coupler;
+    type Stream = A::Stream;
+
+    fn holdings(&self) -> &[salvo::conn::Holding] {
+        &self.holdings
+    }
+
+    async fn accept(
+        &mut self,
+        fuse_policy: Option<salvo::fuse::ArcFusePolicy>,
+    ) -> std::io::Result<salvo::conn::Accepted<Self::Coupler, Self::Stream>> {
+        let mut stop = self.stop.clone();
+        let mut slot = self.inner.lock().await;
+        let Some(inner) = slot.as_mut() else {
+            drop(slot);
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            accepted = inner.accept(fuse_policy) => accepted,
+            () = async { let _ = stop.wait_for(|stopping| *stopping).await; } => {
+                slot.take();
+                drop(slot);
+                std::future::pending().await
+            }
+        }
     }
 }
 
