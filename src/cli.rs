@@ -65,15 +65,23 @@ pub async fn shutdown_signal() {
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
+/// The Host header `opsdeck healthcheck` sends: the first exact name of `SVC_ALLOWED_HOSTS`, so the
+/// probe passes the production host allowlist whatever it lists.
+pub fn healthcheck_host(config: &Config) -> Option<String> {
+    config.allowed_hosts.iter().find(|h| !h.contains('*') && !h.is_empty()).cloned()
+}
+
 /// `opsdeck healthcheck`: a minimal HTTP/1.1 `GET /healthz` over a plain TCP socket (no client
-/// library, no CA store needed). `Ok` when it answers 200 within 5 s.
-pub async fn healthcheck(base: &str) -> Result<(), String> {
+/// library, no CA store needed), with `host` as the Host header (default: the URL's authority). `Ok`
+/// when it answers 200 within 5 s.
+pub async fn healthcheck(base: &str, host: Option<&str>) -> Result<(), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = base.strip_prefix("http://").ok_or("only http:// URLs are supported")?;
     let authority = rest.split('/').next().unwrap_or(rest).to_string();
+    let host = host.map(str::to_string).unwrap_or_else(|| authority.clone());
     let attempt = async {
         let mut stream = tokio::net::TcpStream::connect(&authority).await?;
-        let request = format!("GET /healthz HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+        let request = format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await?;
         let mut response = Vec::new();
         stream.read_to_end(&mut response).await?;

@@ -114,8 +114,10 @@ async fn run(command: Command, config: opsdeck::Config) -> Result<i32, String> {
     match command {
         Command::Serve { demo } => serve(config, demo).await,
         Command::Healthcheck { url } => {
+            // Against the local service, the Host header is one the host allowlist accepts.
+            let host = url.is_none().then(|| opsdeck::cli::healthcheck_host(&config)).flatten();
             let url = url.unwrap_or_else(|| format!("http://127.0.0.1:{}", config.port));
-            Ok(match opsdeck::cli::healthcheck(&url).await {
+            Ok(match opsdeck::cli::healthcheck(&url, host.as_deref()).await {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("healthcheck: {e}");

@@ -58,6 +58,7 @@ struct Server {
 impl Server {
     fn start(dir: &Path, extra_env: &[(&str, &str)], args: &[&str]) -> Server {
         let port = free_port();
+        std::fs::create_dir_all(dir).unwrap();
         let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
         let stderr = dir.join(format!("stderr-{n}.log"));
         let stdout = dir.join(format!("stdout-{n}.log"));
@@ -84,7 +85,8 @@ impl Server {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!("opsdeck exited early ({status}): {}", self.stderr_text());
             }
-            if http(self.port, "GET", "/healthz", &[], None).is_ok_and(|(s, _)| s == 200) {
+            // Any HTTP answer means it is up (a production host allowlist may refuse this Host).
+            if http(self.port, "GET", "/healthz", &[], None).is_ok_and(|(s, _)| s != 0) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -360,6 +362,14 @@ fn healthcheck_exit_codes() {
     let dir = TempDir::new().unwrap();
     let server = Server::start(dir.path(), &[], &[]);
     let up = run(opsdeck(dir.path()).env("PORT", server.port.to_string()).arg("healthcheck"));
+    assert!(up.status.success(), "{}", text(&up.stderr));
+    // Production with an allowlist that does not name 127.0.0.1: the probe still passes.
+    let strict = [("NODE_ENV", "production"), ("SVC_ALLOWED_HOSTS", "opsdeck.lan.example,*.lan.example")];
+    let prod = Server::start(dir.path().join("prod").as_path(), &strict, &[]);
+    let (status, _) = http(prod.port, "GET", "/healthz", &[], None).unwrap();
+    assert_eq!(status, 403, "the allowlist applies");
+    let mut probe = opsdeck(&dir.path().join("prod"));
+    let up = run(probe.envs(strict).env("PORT", prod.port.to_string()).arg("healthcheck"));
     assert!(up.status.success(), "{}", text(&up.stderr));
     let url = format!("http://127.0.0.1:{}", free_port());
     let down = run(opsdeck(dir.path()).args(["healthcheck", "--url", &url]));
