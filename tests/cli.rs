@@ -261,11 +261,15 @@ fn config_errors_stop_the_start_with_one_clear_line() {
     let a_file = dir.path().join("a-file");
     std::fs::write(&a_file, "not a directory").unwrap();
     let under_file = a_file.join("data");
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(&garbage, "this is not a database, it only has a database's name").unwrap();
     let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
         (vec![("PORT", "eighty")], "environment variable PORT"),
         (vec![("PORT", "70000")], "70000"),
         (vec![("SVC_DATA_DIR", a_file.to_str().unwrap())], "SVC_DATA_DIR"),
         (vec![("SVC_DATA_DIR", under_file.to_str().unwrap())], "SVC_DATA_DIR"),
+        (vec![("SVC_DATA_DIR", "/proc/opsdeck-cannot-exist")], "SVC_DATA_DIR: cannot create"),
+        (vec![("SVC_DB_PATH", garbage.to_str().unwrap())], "cannot open database"),
         (vec![("AUTH_PASS_B64", "***not base64***")], "AUTH_PASS_B64"),
         (vec![("AUTH_PASS", "short")], "at least 12 characters"),
         (vec![("SVC_LOG_FORMAT", "xml")], "SVC_LOG_FORMAT"),
