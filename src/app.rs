@@ -43,6 +43,8 @@ pub struct AppState {
     pub webhook_sending: tokio::sync::Mutex<()>,
     /// The scheduled jobs: definitions, running flags and the stop signal of the background tasks.
     pub scheduler: crate::scheduler::Scheduler,
+    /// Background tasks, stopped and awaited at shutdown.
+    pub background: crate::background::Background,
 }
 
 impl AppState {
@@ -72,6 +74,7 @@ impl App {
     pub fn service(&self) -> Service {
         Service::new(self.router.clone())
             .catcher(Catcher::default().hoop(json_errors))
+            .hoop(crate::metrics::observe)
             .hoop(CatchPanic::new())
             .hoop(InjectState(self.state.clone()))
             .hoop(guard::security_headers)
@@ -83,8 +86,15 @@ impl App {
 
 /// Opens the database, seeds the first admin and assembles the routes.
 pub async fn build(config: Config) -> Result<App, String> {
-    let store =
-        Store::open(&config.db_path).map_err(|e| format!("cannot open database {}: {e}", config.db_path.display()))?;
+    crate::config::prepare_dirs(&config)?;
+    crate::metrics::init();
+    let store = Store::open(&config.db_path).map_err(|e| match e {
+        crate::store::StoreError::Db(redb::Error::DatabaseAlreadyOpen) => format!(
+            "the database {} is in use by another process (is OpsDeck already running?)",
+            config.db_path.display()
+        ),
+        e => format!("cannot open database {}: {e}", config.db_path.display()),
+    })?;
     let passwords = Passwords::new(config.argon2_memory_kib, config.argon2_iterations)?;
     let scheduler = crate::scheduler::Scheduler::new(&config)?;
     let state = Arc::new(AppState {
@@ -103,6 +113,7 @@ pub async fn build(config: Config) -> Result<App, String> {
         google_key: crate::users::google::StateKey::random()?,
         webhook_sending: tokio::sync::Mutex::new(()),
         scheduler,
+        background: crate::background::Background::new(),
     });
     crate::gateways::api::seed_default(&state).await.map_err(|e| format!("cannot create the default gateway: {e}"))?;
     crate::webhooks::delivery::spawn_worker(&state);
@@ -111,8 +122,10 @@ pub async fn build(config: Config) -> Result<App, String> {
         crate::users::seed_first_admin(&state).await.map_err(|e| format!("cannot create the first admin: {e}"))?;
     let router = Router::new().push(Router::with_path("healthz").get(healthz)).push(api_router());
     let doc = crate::docs::document(&router).to_json().map_err(|e| e.to_string())?;
-    // The dashboard comes after the API (and stays out of the OpenAPI document).
-    let router = router.push(crate::ui::router());
+    // Metrics and the dashboard come after the API (and stay out of the OpenAPI document).
+    let router = router
+        .push(Router::with_path("metrics").hoop(auth::authenticate).get(crate::metrics::scrape))
+        .push(crate::ui::router());
     let _ = state.openapi_json.set(doc);
     Ok(App { state, router: Arc::new(router), generated_admin_password })
 }

@@ -19,31 +19,34 @@ pub struct Settings {
     /// Address to bind.
     #[arg(long, env = "HOSTNAME", default_value = "0.0.0.0")]
     pub hostname: String,
-    /// `production` or `development` (NODE_ENV or SVC_ENV; unset means production).
+    /// `production` or `development`. Default: unset, which means production.
     #[arg(long = "env", env = "NODE_ENV")]
     pub node_env: Option<String>,
-    #[arg(long, env = "SVC_ENV", hide = true)]
+    /// Same as NODE_ENV; wins when both are set. Default: unset.
+    #[arg(long, env = "SVC_ENV")]
     pub svc_env: Option<String>,
     /// Directory for the database and backups.
     #[arg(long, env = "SVC_DATA_DIR", default_value = ".data")]
     pub data_dir: PathBuf,
-    /// Database file (default: <SVC_DATA_DIR>/svc.db).
+    /// Database file. Default: <SVC_DATA_DIR>/svc.db.
     #[arg(long, env = "SVC_DB_PATH")]
     pub db_path: Option<PathBuf>,
     /// Username of the first admin, created only when no user exists.
     #[arg(long, env = "AUTH_USER", default_value = "admin")]
     pub auth_user: String,
-    /// Password of the first admin (at least 12 characters). Generated and printed once when unset.
-    #[arg(long, env = "AUTH_PASS")]
+    /// Password of the first admin (at least 12 characters). Default: unset, then one is generated and
+    /// printed once.
+    #[arg(long, env = "AUTH_PASS", hide_env_values = true)]
     pub auth_pass: Option<String>,
-    /// Base64 of the first admin's password; overrides AUTH_PASS.
-    #[arg(long, env = "AUTH_PASS_B64")]
+    /// Base64 of the first admin's password; overrides AUTH_PASS. Default: unset.
+    #[arg(long, env = "AUTH_PASS_B64", hide_env_values = true)]
     pub auth_pass_b64: Option<String>,
-    /// Secret for legacy cookies (accepted, not used by this implementation).
-    #[arg(long, env = "AUTH_SECRET", hide = true)]
+    /// Accepted for compatibility and not used (sessions are random tokens). Default: unset.
+    #[arg(long, env = "AUTH_SECRET", hide_env_values = true)]
     pub auth_secret: Option<String>,
-    /// API key: `x-api-key` or `Authorization: Bearer` grants the `api` admin principal. Empty disables.
-    #[arg(long, env = "API_KEY")]
+    /// API key: `x-api-key` or `Authorization: Bearer` grants the `api` admin principal. Default: unset
+    /// (disabled).
+    #[arg(long, env = "API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Hosts allowed in production: exact names, `*.domain` and prefix wildcards such as `100.*`.
     #[arg(long, env = "SVC_ALLOWED_HOSTS", default_value = "localhost,127.0.0.1")]
@@ -51,7 +54,7 @@ pub struct Settings {
     /// Allow any Host header, also in production.
     #[arg(long, env = "SVC_ALLOW_ANY_HOST", default_value = "false", action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub allow_any_host: bool,
-    /// Secure cookie attribute; default true in production.
+    /// Secure cookie attribute. Default: true in production, false in development.
     #[arg(long, env = "SVC_COOKIE_SECURE", value_parser = BoolishValueParser::new())]
     pub cookie_secure: Option<bool>,
     /// SameSite attribute of the session cookie: strict, lax or none.
@@ -72,20 +75,20 @@ pub struct Settings {
     /// Port of the default gateway created on first run.
     #[arg(long, env = "AGW_GATEWAY_PORT", default_value_t = 18789)]
     pub gateway_port: u16,
-    /// Bearer token of the default gateway.
-    #[arg(long, env = "AGW_GATEWAY_TOKEN")]
+    /// Bearer token of the default gateway. Default: unset (no token).
+    #[arg(long, env = "AGW_GATEWAY_TOKEN", hide_env_values = true)]
     pub gateway_token: Option<String>,
     /// Name of the default gateway created on first run.
     #[arg(long, env = "SVC_DEFAULT_GATEWAY_NAME", default_value = "primary")]
     pub default_gateway_name: String,
-    /// The agent gateway's home directory (default ~/.openclaw).
+    /// The agent gateway's home directory. Default: ~/.openclaw.
     #[arg(long, env = "AGW_HOME")]
     pub agw_home: Option<PathBuf>,
-    /// The gateway's agent configuration file read by agent sync when the gateway is unreachable
-    /// (default <AGW_HOME>/openclaw.json).
+    /// The gateway's agent configuration file read by agent sync when the gateway is unreachable.
+    /// Default: <AGW_HOME>/openclaw.json.
     #[arg(long, env = "AGW_CONFIG_PATH")]
     pub agw_config_path: Option<PathBuf>,
-    /// Folder of Claude-Code-style session transcripts (default ~/.claude/projects).
+    /// Folder of Claude-Code-style session transcripts. Default: ~/.claude/projects.
     #[arg(long, env = "SVC_LOCAL_SESSIONS_DIR")]
     pub local_sessions_dir: Option<PathBuf>,
     /// Let webhooks reach link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254).
@@ -106,41 +109,42 @@ pub struct Settings {
     /// Argon2id iterations for password hashes.
     #[arg(long, env = "SVC_ARGON2_ITERATIONS", default_value_t = 2)]
     pub argon2_iterations: u32,
-    /// Directory of the gateway's log files shown by `GET /api/logs` (default: <AGW_HOME>/logs).
+    /// Directory of the gateway's log files shown by `GET /api/logs`. Default: <AGW_HOME>/logs.
     #[arg(long, env = "AGW_LOG_DIR")]
     pub agw_log_dir: Option<PathBuf>,
-    /// Days to keep activities when the `retention.activities_days` setting is not stored (0 keeps forever).
+    /// Days to keep activities when the `retention.activities_days` setting is not stored (0 keeps forever). Default: unset.
     #[arg(long, env = "SVC_RETAIN_ACTIVITIES_DAYS")]
     pub retain_activities_days: Option<u64>,
-    /// Days to keep audit rows when the `retention.audit_log_days` setting is not stored (0 keeps forever).
+    /// Days to keep audit rows when the `retention.audit_log_days` setting is not stored (0 keeps forever). Default: unset.
     #[arg(long, env = "SVC_RETAIN_AUDIT_DAYS")]
     pub retain_audit_days: Option<u64>,
-    /// Days to keep stored log entries when the `retention.logs_days` setting is not stored (0 keeps forever).
+    /// Days to keep stored log entries when the `retention.logs_days` setting is not stored (0 keeps forever). Default: unset.
     #[arg(long, env = "SVC_RETAIN_LOGS_DAYS")]
     pub retain_logs_days: Option<u64>,
-    /// Days to keep notifications when the `retention.notifications_days` setting is not stored (0 keeps forever).
+    /// Days to keep notifications when the `retention.notifications_days` setting is not stored (0 keeps forever). Default: unset.
     #[arg(long, env = "SVC_RETAIN_NOTIFICATIONS_DAYS")]
     pub retain_notifications_days: Option<u64>,
-    /// Days to keep pipeline runs when the `retention.pipeline_runs_days` setting is not stored (0 keeps forever).
+    /// Days to keep pipeline runs when the `retention.pipeline_runs_days` setting is not stored (0 keeps forever). Default: unset.
     #[arg(long, env = "SVC_RETAIN_PIPELINE_RUNS_DAYS")]
     pub retain_pipeline_runs_days: Option<u64>,
-    /// Days to keep token usage when the `retention.token_usage_days` setting is not stored (0 keeps forever).
+    /// Days to keep token usage when the `retention.token_usage_days` setting is not stored (0 keeps forever). Default: unset.
     #[arg(long, env = "SVC_RETAIN_TOKEN_USAGE_DAYS")]
     pub retain_token_usage_days: Option<u64>,
     /// JSON file overriding and extending the model pricing table: an object of model name → USD per
-    /// 1,000 tokens (`provider/*` keys are wildcards, `*` sets the default rate). Read at start.
+    /// 1,000 tokens (`provider/*` keys are wildcards, `*` sets the default rate). Read at start. Default:
+    /// unset (the built-in table).
     #[arg(long, env = "SVC_PRICING_PATH")]
     pub pricing_path: Option<PathBuf>,
-    /// OAuth client id for Google sign-in (with GOOGLE_CLIENT_SECRET; unset disables Google sign-in).
+    /// OAuth client id for Google sign-in (with GOOGLE_CLIENT_SECRET). Default: unset (Google sign-in off).
     #[arg(long, env = "GOOGLE_CLIENT_ID")]
     pub google_client_id: Option<String>,
-    /// OAuth client secret for Google sign-in.
+    /// OAuth client secret for Google sign-in. Default: unset.
     #[arg(long, env = "GOOGLE_CLIENT_SECRET")]
     pub google_client_secret: Option<String>,
-    /// The browser-side Google client id; used as the client id when GOOGLE_CLIENT_ID is unset.
+    /// The browser-side Google client id; used as the client id when GOOGLE_CLIENT_ID is unset. Default: unset.
     #[arg(long, env = "NEXT_PUBLIC_GOOGLE_CLIENT_ID")]
     pub next_public_google_client_id: Option<String>,
-    /// Redirect URI registered with Google (default: http(s)://<request Host>/api/auth/google).
+    /// Redirect URI registered with Google. Default: http(s)://<request Host>/api/auth/google.
     #[arg(long, env = "SVC_GOOGLE_REDIRECT_URL")]
     pub google_redirect_url: Option<String>,
     /// Google's consent page.
@@ -152,6 +156,39 @@ pub struct Settings {
     /// Google's user-info endpoint.
     #[arg(long, env = "SVC_GOOGLE_USERINFO_URL", default_value = "https://openidconnect.googleapis.com/v1/userinfo")]
     pub google_userinfo_url: String,
+    /// Serve `GET /metrics` without credentials (otherwise it needs the API key or an admin session).
+    #[arg(long, env = "SVC_METRICS_PUBLIC", default_value = "false", action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub metrics_public: bool,
+    /// Log format: `human` (one readable line per event) or `json` (one JSON object per line).
+    #[arg(long, env = "SVC_LOG_FORMAT", default_value = "human")]
+    pub log_format: String,
+    /// Which logs to write, as a tracing filter (`info`, `debug`, `info,opsdeck::http=warn`…).
+    #[arg(long = "log", env = "RUST_LOG", default_value = DEFAULT_LOG_FILTER)]
+    pub log_filter: String,
+    /// Seconds a shutdown (SIGTERM, Ctrl-C) waits for in-flight requests, then for background work
+    /// such as webhook attempts, before it stops them.
+    #[arg(long, env = "SVC_SHUTDOWN_TIMEOUT_SECS", default_value_t = 10)]
+    pub shutdown_timeout_secs: u64,
+}
+
+/// The default log filter: our info lines, salvo's warnings.
+pub const DEFAULT_LOG_FILTER: &str = "info,salvo_core=warn";
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+impl LogFormat {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "human" | "text" | "pretty" | "" => Ok(Self::Human),
+            "json" => Ok(Self::Json),
+            other => Err(format!("SVC_LOG_FORMAT: '{other}' is not human or json")),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,6 +245,11 @@ pub struct Config {
     pub pricing: Pricing,
     /// Google sign-in; `None` when no client id and secret are configured.
     pub google: Option<GoogleConfig>,
+    pub metrics_public: bool,
+    pub log_format: LogFormat,
+    pub log_filter: String,
+    /// How long a shutdown waits for in-flight requests, then for background work.
+    pub shutdown_timeout: std::time::Duration,
 }
 
 /// Google sign-in (authorization-code flow) settings. Every URL is an absolute http(s) URL.
@@ -324,6 +366,10 @@ impl Settings {
         let db_path = self.db_path.unwrap_or_else(|| self.data_dir.join("svc.db"));
         let agw_log_dir =
             self.agw_log_dir.filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| agw_home.join("logs"));
+        let log_format = LogFormat::parse(&self.log_format)?;
+        if self.data_dir.as_os_str().is_empty() {
+            return Err("SVC_DATA_DIR: must not be empty".into());
+        }
         if self.gateway_port == 0 {
             return Err("AGW_GATEWAY_PORT: must be between 1 and 65535".into());
         }
@@ -377,6 +423,10 @@ impl Settings {
             },
             pricing,
             google,
+            metrics_public: self.metrics_public,
+            log_format,
+            log_filter: self.log_filter,
+            shutdown_timeout: std::time::Duration::from_secs(self.shutdown_timeout_secs),
         })
     }
 }
@@ -414,6 +464,30 @@ fn google_config(
         token_url: checked("SVC_GOOGLE_TOKEN_URL", token_url)?,
         userinfo_url: checked("SVC_GOOGLE_USERINFO_URL", userinfo_url)?,
     }))
+}
+
+/// Creates the data directory (and the database's, when elsewhere) if missing and checks that a file
+/// can be written there, so a bad directory stops the start with one clear line.
+pub fn prepare_dirs(config: &Config) -> Result<(), String> {
+    let mut dirs = vec![("SVC_DATA_DIR", config.data_dir.clone())];
+    if let Some(parent) = config.db_path.parent().filter(|p| !p.as_os_str().is_empty())
+        && parent != config.data_dir
+    {
+        dirs.push(("SVC_DB_PATH", parent.to_path_buf()));
+    }
+    for (var, dir) in dirs {
+        if dir.exists() && !dir.is_dir() {
+            return Err(format!("{var}: {} is not a directory", dir.display()));
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{var}: cannot create {}: {e}", dir.display()))?;
+        let probe = dir.join(format!(".opsdeck-write-check-{}", std::process::id()));
+        std::fs::write(&probe, b"ok").map_err(|e| format!("{var}: {} is not writable: {e}", dir.display()))?;
+        let _ = std::fs::remove_file(&probe);
+    }
+    if config.db_path.is_dir() {
+        return Err(format!("SVC_DB_PATH: {} is a directory, not a database file", config.db_path.display()));
+    }
+    Ok(())
 }
 
 fn split_list(s: &str) -> impl Iterator<Item = &str> {

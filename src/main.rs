@@ -1,10 +1,20 @@
-//! The `opsdeck` binary: parse the CLI, set up logging, dispatch.
+//! The `opsdeck` binary: parse the CLI, set up logging, dispatch. What each verb does lives in the
+//! library (`opsdeck::cli`, `opsdeck::demo`, `opsdeck::backups`).
 
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser, Subcommand};
 use opsdeck::config::Settings;
 
 #[derive(Parser)]
-#[command(name = "opsdeck", version, about = "Self-hosted control plane for fleets of AI agents")]
+#[command(
+    name = "opsdeck",
+    version,
+    about = "Self-hosted control plane for fleets of AI agents",
+    after_help = "Every option can also be set with the environment variable shown next to it. \
+                  Options go before the subcommand: opsdeck --port 8080 serve"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -15,7 +25,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the service (the default).
-    Serve,
+    Serve {
+        /// Start a simulated agent gateway in-process and, into an empty database, seed a demo fleet.
+        #[arg(long)]
+        demo: bool,
+    },
     /// Exit 0 when the service answers `GET /healthz` (for container and systemd health checks).
     Healthcheck {
         /// Base URL of the service (default: http://127.0.0.1:<PORT>).
@@ -40,52 +54,82 @@ enum Command {
     Backup {
         /// Where to write the backup.
         #[arg(long, value_name = "FILE")]
-        out: std::path::PathBuf,
+        out: PathBuf,
     },
     /// Replace the database with the backup FILE (service stopped). A file that is not a complete
     /// OpsDeck database is refused and the current database is left untouched.
     Restore {
         #[arg(value_name = "FILE")]
-        file: std::path::PathBuf,
+        file: PathBuf,
+    },
+    /// Manage users with the service stopped.
+    User {
+        #[command(subcommand)]
+        action: UserCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Set a new password for NAME and sign that user out everywhere (service stopped).
+    ResetPassword {
+        /// The username.
+        name: String,
+        /// The new password (at least 12 characters). Default: a generated one, printed once.
+        #[arg(long)]
+        password: Option<String>,
     },
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,salvo_core=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => fail(&opsdeck::cli::clap_error_line(&Cli::command(), &e)),
+    };
+    let config = cli.settings.validate().unwrap_or_else(|e| fail(&e));
+    if let Err(e) = opsdeck::cli::init_logging(config.log_format, &config.log_filter) {
+        fail(&e);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => fail(&format!("cannot start the async runtime: {e}")),
     };
-    let code = runtime.block_on(run(cli));
-    std::process::exit(code);
+    let result = runtime.block_on(run(cli.command.unwrap_or(Command::Serve { demo: false }), config));
+    // Whatever task is left lets go of its handles (the database closes) before the process exits.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => fail(&e),
+    }
 }
 
+/// One line on stderr, exit code 2: for anything that stops the start.
 fn fail(message: &str) -> ! {
     eprintln!("opsdeck: {message}");
     std::process::exit(2);
 }
 
-async fn run(cli: Cli) -> i32 {
-    let config = match cli.settings.validate() {
-        Ok(c) => c,
-        Err(e) => fail(&e),
-    };
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => serve(config).await,
+async fn run(command: Command, config: opsdeck::Config) -> Result<i32, String> {
+    match command {
+        Command::Serve { demo } => serve(config, demo).await,
         Command::Healthcheck { url } => {
-            healthcheck(url.unwrap_or_else(|| format!("http://127.0.0.1:{}", config.port))).await
+            // Against the local service, the Host header is one the host allowlist accepts.
+            let host = url.is_none().then(|| opsdeck::cli::healthcheck_host(&config)).flatten();
+            let url = url.unwrap_or_else(|| format!("http://127.0.0.1:{}", config.port));
+            Ok(match opsdeck::cli::healthcheck(&url, host.as_deref()).await {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("healthcheck: {e}");
+                    1
+                }
+            })
         }
-        Command::GatewaySim { port, host, token } => match opsdeck::gateways::sim::run(&host, port, token).await {
-            Ok(()) => 0,
-            Err(e) => fail(&format!("gateway simulator: cannot listen on {host}:{port}: {e}")),
-        },
-        Command::Backup { out } => match opsdeck::backups::backup_file(&config.db_path, &out) {
+        Command::GatewaySim { port, host, token } => opsdeck::gateways::sim::run(&host, port, token)
+            .await
+            .map(|()| 0)
+            .map_err(|e| format!("gateway simulator: cannot listen on {host}:{port}: {e}")),
+        Command::Backup { out } => Ok(match opsdeck::backups::backup_file(&config.db_path, &out) {
             Ok(size) => {
                 println!("backup written to {} ({size} bytes)", out.display());
                 0
@@ -94,8 +138,8 @@ async fn run(cli: Cli) -> i32 {
                 eprintln!("opsdeck: backup failed: {e}");
                 1
             }
-        },
-        Command::Restore { file } => match opsdeck::backups::restore_file(&file, &config.db_path) {
+        }),
+        Command::Restore { file } => Ok(match opsdeck::backups::restore_file(&file, &config.db_path) {
             Ok(size) => {
                 println!("restored {} into {} ({size} bytes)", file.display(), config.db_path.display());
                 0
@@ -104,42 +148,39 @@ async fn run(cli: Cli) -> i32 {
                 eprintln!("opsdeck: restore failed: {e}");
                 1
             }
-        },
-        Command::Openapi => {
-            let dir = match tempdir_config(config) {
-                Ok(c) => c,
-                Err(e) => fail(&e),
-            };
-            match opsdeck::build(dir).await {
-                Ok(app) => {
-                    println!("{}", app.state.openapi_json.get().cloned().unwrap_or_default());
+        }),
+        Command::User { action: UserCommand::ResetPassword { name, password } } => {
+            Ok(match opsdeck::cli::reset_password(&config, &name, password).await {
+                Ok(done) => {
+                    match &done.generated {
+                        Some(p) => println!("new password for '{}':\n\n    {p}\n", done.username),
+                        None => println!("password of '{}' changed", done.username),
+                    }
+                    println!("signed out of {} session(s)", done.sessions_destroyed);
                     0
                 }
-                Err(e) => fail(&e),
-            }
+                Err(e) => {
+                    eprintln!("opsdeck: reset-password failed: {e}");
+                    1
+                }
+            })
+        }
+        Command::Openapi => {
+            println!("{}", opsdeck::cli::openapi(config).await?);
+            Ok(0)
         }
     }
 }
 
-/// `openapi` builds the app against a throw-away database so it never touches real data.
-fn tempdir_config(mut config: opsdeck::Config) -> Result<opsdeck::Config, String> {
-    let dir = std::env::temp_dir().join(format!("opsdeck-openapi-{}", std::process::id()));
-    config.db_path = dir.join("svc.db");
-    config.data_dir = dir;
-    config.admin_pass = Some("openapi-only-password".into());
-    Ok(config)
-}
-
-async fn serve(config: opsdeck::Config) -> i32 {
+async fn serve(config: opsdeck::Config, demo: bool) -> Result<i32, String> {
     let (host, port) = (config.hostname.clone(), config.port);
-    let app = match opsdeck::build(config).await {
-        Ok(app) => app,
-        Err(e) => fail(&e),
-    };
-    let (acceptor, addr) = match opsdeck::bind(&host, port).await {
-        Ok(bound) => bound,
-        Err(e) => fail(&format!("cannot listen on {host}:{port}: {e}")),
-    };
+    let app = opsdeck::build(config).await?;
+    if demo {
+        let report = opsdeck::demo::start(&app.state).await?;
+        println!("{report}");
+    }
+    let (acceptor, addr) =
+        opsdeck::bind(&host, port).await.map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?;
     let shown = if addr.ip().is_unspecified() { format!("localhost:{}", addr.port()) } else { addr.to_string() };
     tracing::info!("OpsDeck listening on http://{addr}");
     if let Some(password) = &app.generated_admin_password {
@@ -148,58 +189,7 @@ async fn serve(config: opsdeck::Config) -> i32 {
             app.state.config.admin_user
         );
     }
-    opsdeck::serve(app, acceptor, shutdown_signal()).await;
+    opsdeck::serve(app, acceptor, opsdeck::cli::shutdown_signal()).await;
     tracing::info!("stopped");
-    0
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
-}
-
-/// Minimal HTTP/1.1 GET over a plain TCP socket: no client library needed for a health probe.
-async fn healthcheck(base: String) -> i32 {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let Some(rest) = base.strip_prefix("http://") else {
-        eprintln!("healthcheck: only http:// URLs are supported");
-        return 1;
-    };
-    let authority = rest.split('/').next().unwrap_or(rest).to_string();
-    let attempt = async {
-        let mut stream = tokio::net::TcpStream::connect(&authority).await?;
-        let request = format!("GET /healthz HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await?;
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await?;
-        Ok::<_, std::io::Error>(String::from_utf8_lossy(&response).into_owned())
-    };
-    match tokio::time::timeout(std::time::Duration::from_secs(5), attempt).await {
-        Ok(Ok(text)) if text.starts_with("HTTP/1.1 200") => 0,
-        Ok(Ok(text)) => {
-            eprintln!("healthcheck: unhealthy: {}", text.lines().next().unwrap_or(""));
-            1
-        }
-        Ok(Err(e)) => {
-            eprintln!("healthcheck: {e}");
-            1
-        }
-        Err(_) => {
-            eprintln!("healthcheck: timed out");
-            1
-        }
-    }
+    Ok(0)
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::eval::{Report, evaluate_all};
-use super::{Rule, check_condition, store};
+use super::{Rule, check_rule, store};
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
 use crate::http::extract::parse_object;
@@ -18,8 +18,6 @@ use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_secs;
 use crate::tasks::Problems;
 use crate::users::Role;
-
-const MAX_COOLDOWN_MINUTES: u64 = 7 * 24 * 60;
 
 fn writes() -> RouteLimit {
     RouteLimit::new("alert_writes", 100, Duration::from_secs(60), KeyBy::Principal)
@@ -83,25 +81,6 @@ pub enum CreateOrEvaluate {
     Evaluated(Report),
 }
 
-fn check_rule(p: &mut Problems, rule: &Rule) {
-    p.check(!rule.name.is_empty() && rule.name.chars().count() <= 100, "name", "must be 1-100 characters");
-    p.check(rule.description.len() <= 10_000, "description", "must be at most 10000 characters");
-    for problem in
-        check_condition(&rule.entity_type, &rule.condition_field, &rule.condition_operator, &rule.condition_value)
-    {
-        let (field, text) = problem.split_once(": ").unwrap_or(("condition", &problem));
-        p.check(false, field, text);
-    }
-    p.check(rule.action_type == "notification", "action_type", "must be notification");
-    p.check(rule.action_config.is_object(), "action_config", "must be an object");
-    p.check(
-        rule.action_config.get("recipient").is_none_or(Value::is_string),
-        "action_config",
-        "recipient must be a username",
-    );
-    p.check(rule.cooldown_minutes <= MAX_COOLDOWN_MINUTES, "cooldown_minutes", "must be at most 10080");
-}
-
 /// Create an alert rule (operator), or evaluate every enabled rule with `{action: "evaluate"}` (viewer).
 #[endpoint(tags("alerts"), request_body = CreateRule)]
 pub async fn create_or_evaluate(req: &mut Request, depot: &mut Depot) -> AppResult<Json<CreateOrEvaluate>> {
@@ -131,7 +110,7 @@ pub async fn create_or_evaluate(req: &mut Request, depot: &mut Depot) -> AppResu
     let condition_value = body.condition_value.as_ref().map(value_text);
     p.check(!matches!(condition_value, Some(None)), "condition_value", "must be a string or a number");
     p.finish()?;
-    let mut rule = Rule {
+    let rule = Rule {
         id: 0,
         name: body.name.unwrap_or_default().trim().to_string(),
         description: body.description.unwrap_or_default(),
@@ -148,17 +127,7 @@ pub async fn create_or_evaluate(req: &mut Request, depot: &mut Depot) -> AppResu
         created_by: who.username.clone(),
         created_at: now_secs(),
     };
-    let mut p = Problems::default();
-    check_rule(&mut p, &rule);
-    p.finish()?;
-    let rule = state
-        .write(move |tx| {
-            rule.id = store::new_id(tx)?;
-            store::save(tx, &rule)?;
-            audit::record(tx, Entry::by(&who, ip, "alert_created", json!({"id": rule.id, "name": rule.name})))?;
-            Ok(rule)
-        })
-        .await?;
+    let rule = state.write(move |tx| super::create(tx, &who, ip, rule)).await?;
     Ok(Json(CreateOrEvaluate::Created(Box::new(RuleEnvelope { rule }))))
 }
 

@@ -5,9 +5,19 @@ pub mod api;
 pub mod eval;
 pub mod store;
 
+use std::net::IpAddr;
+
 use salvo_oapi::ToSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use crate::audit::{self, Entry};
+use crate::error::AppResult;
+use crate::http::Principal;
+use crate::store::Tx;
+use crate::tasks::Problems;
+
+pub const MAX_COOLDOWN_MINUTES: u64 = 7 * 24 * 60;
 
 pub const ENTITY_TYPES: [&str; 4] = ["agent", "task", "session", "activity"];
 pub const OPERATORS: [&str; 8] = [
@@ -69,6 +79,37 @@ impl Rule {
             .map(str::to_string)
             .unwrap_or_else(|| self.created_by.clone())
     }
+}
+
+/// Adds the problems of a whole rule (name, condition, action, cooldown).
+pub fn check_rule(p: &mut Problems, rule: &Rule) {
+    p.check(!rule.name.is_empty() && rule.name.chars().count() <= 100, "name", "must be 1-100 characters");
+    p.check(rule.description.len() <= 10_000, "description", "must be at most 10000 characters");
+    for problem in
+        check_condition(&rule.entity_type, &rule.condition_field, &rule.condition_operator, &rule.condition_value)
+    {
+        let (field, text) = problem.split_once(": ").unwrap_or(("condition", &problem));
+        p.check(false, field, text);
+    }
+    p.check(rule.action_type == "notification", "action_type", "must be notification");
+    p.check(rule.action_config.is_object(), "action_config", "must be an object");
+    p.check(
+        rule.action_config.get("recipient").is_none_or(Value::is_string),
+        "action_config",
+        "recipient must be a username",
+    );
+    p.check(rule.cooldown_minutes <= MAX_COOLDOWN_MINUTES, "cooldown_minutes", "must be at most 10080");
+}
+
+/// Validates and stores a new rule (its id is allocated here); audit `alert_created`.
+pub fn create(tx: &mut Tx, who: &Principal, ip: IpAddr, mut rule: Rule) -> AppResult<Rule> {
+    let mut p = Problems::default();
+    check_rule(&mut p, &rule);
+    p.finish()?;
+    rule.id = store::new_id(tx)?;
+    store::save(tx, &rule)?;
+    audit::record(tx, Entry::by(who, ip, "alert_created", json!({"id": rule.id, "name": rule.name})))?;
+    Ok(rule)
 }
 
 /// A `count_*` condition: `"<match>:<threshold>"` counts entities whose field equals match; a bare number

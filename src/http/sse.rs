@@ -44,7 +44,11 @@ pub async fn events(req: &mut Request, depot: &mut Depot, res: &mut Response) ->
         // A slow client lost events: tell it to refetch over REST instead of silently skipping.
         Err(BroadcastStreamRecvError::Lagged(n)) => control_frame("resync", serde_json::json!({"missed": n})),
     });
-    let all = stream::iter(std::iter::once(connected).chain(replayed)).chain(live).map(Ok::<_, Infallible>);
+    // The stream ends when the service shuts down, so an open dashboard does not hold up the drain.
+    let all = stream::iter(std::iter::once(connected).chain(replayed))
+        .chain(live)
+        .take_until(state.background.stopped())
+        .map(Ok::<_, Infallible>);
     res.headers_mut().insert("x-accel-buffering", salvo::http::HeaderValue::from_static("no"));
     SseKeepAlive::new(all).max_interval(KEEPALIVE).comment("keepalive").stream(res);
     Ok(())

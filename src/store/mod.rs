@@ -93,6 +93,11 @@ impl Store {
         &self.db
     }
 
+    /// A handle that does not keep the database open: its `strong_count` is 0 once it is closed.
+    pub fn downgrade(&self) -> std::sync::Weak<Database> {
+        Arc::downgrade(&self.db)
+    }
+
     /// Runs `f` on a read snapshot, off the async runtime.
     pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
     where

@@ -1,7 +1,6 @@
 //! `/api/tasks`: CRUD, bulk status moves, comments and broadcast. Every change writes its activity,
 //! audit, notification and subscription rows in the same transaction, then announces SSE events.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use salvo::prelude::*;
@@ -9,19 +8,17 @@ use salvo_oapi::{ToSchema, endpoint};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::rules::{self, Actor, TaskChanges, log_activity, not_found};
 use super::store::{self, Filter};
 use super::{
-    Comment, Problems, Task, approval_required, check_assignee, check_due_date, check_hours, check_metadata,
-    check_priority, check_status, check_tags, check_text, check_title, normalize_assignee,
+    Comment, Problems, Task, check_assignee, check_due_date, check_hours, check_metadata, check_priority, check_status,
+    check_tags, check_text, check_title, normalize_assignee,
 };
-use crate::activity::{self, NewActivity};
-use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
 use crate::http::extract::optional_json_body;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
-use crate::http::{Page, Principal, RequireRole, app, client_ip, json_body, path_id, require_principal};
-use crate::notifications::{NewNotification, notify};
-use crate::store::{StoreError, Tx, now_secs};
+use crate::http::{Page, RequireRole, app, client_ip, json_body, path_id, require_principal};
+use crate::store::now_secs;
 use crate::users::Role;
 
 /// Task creates and updates per principal and minute (the interface's mutation limit).
@@ -43,81 +40,6 @@ pub struct TaskPage {
 #[derive(Serialize, ToSchema)]
 pub struct Success {
     pub success: bool,
-}
-
-/// Who made a change, for audit rows and notifications.
-#[derive(Clone)]
-pub struct Actor {
-    pub principal: Principal,
-    pub ip: IpAddr,
-}
-
-fn task_json(t: &Task) -> serde_json::Value {
-    serde_json::to_value(t).unwrap_or_default()
-}
-
-fn log_activity(tx: &mut Tx, actor: &Actor, kind: &str, task: &Task, description: String) -> Result<(), StoreError> {
-    activity::record(
-        tx,
-        NewActivity {
-            kind,
-            entity_type: "task",
-            entity_id: Some(task.id),
-            actor: &actor.principal.username,
-            description,
-            data: json!({"title": task.title, "status": task.status, "assigned_to": task.assigned_to}),
-        },
-    )?;
-    Ok(())
-}
-
-/// Subscribes and notifies a newly assigned agent, with its audit and activity rows.
-fn on_assigned(tx: &mut Tx, actor: &Actor, task: &Task, agent: &str) -> Result<(), StoreError> {
-    store::subscribe(tx, task.id, agent)?;
-    notify(
-        tx,
-        NewNotification {
-            recipient: agent,
-            kind: "task_assigned",
-            title: format!("Task assigned: {}", task.title),
-            message: format!("{} assigned task #{} \"{}\" to {agent}", actor.principal.username, task.id, task.title),
-            source_type: Some("task"),
-            source_id: Some(task.id),
-        },
-    )?;
-    let detail = json!({"task_id": task.id, "title": task.title, "assigned_to": agent});
-    audit::record(tx, Entry::by(&actor.principal, actor.ip, "task_assigned", detail))?;
-    log_activity(tx, actor, "task_assigned", task, format!("Task \"{}\" assigned to {agent}", task.title))
-}
-
-/// Everything a change from `old` to `new` implies (both saved already).
-pub fn record_update(tx: &mut Tx, actor: &Actor, old: &Task, new: &Task) -> Result<(), StoreError> {
-    log_activity(tx, actor, "task_updated", new, format!("Task \"{}\" updated", new.title))?;
-    tx.emit("task.updated", task_json(new));
-    if old.status != new.status {
-        let text = format!("Task \"{}\" moved from {} to {}", new.title, old.status, new.status);
-        log_activity(tx, actor, "task_status_changed", new, text)?;
-        tx.emit(
-            "task.status_changed",
-            json!({"id": new.id, "title": new.title, "status": new.status, "previous_status": old.status}),
-        );
-    }
-    if let Some(agent) = new.assigned_to.as_deref().filter(|a| old.assigned_to.as_deref() != Some(*a)) {
-        on_assigned(tx, actor, new, agent)?;
-    }
-    Ok(())
-}
-
-/// Moves a task into `done` only with the reviewer's approval.
-fn check_gate(tx: &Tx, reviewer: &str, old: &Task, new_status: &str) -> AppResult<()> {
-    if new_status == "done" && old.status != "done" && !store::is_approved(tx, old.id, reviewer)? {
-        return Err(approval_required(old.id));
-    }
-    Ok(())
-}
-
-fn not_found(id: u64) -> AppError {
-    AppError::NotFound(format!("Task {id} not found"))
 }
 
 /// Tasks, newest first, filtered by status, assignee and priority.
@@ -187,7 +109,7 @@ pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Task
         .map(|c| c.trim().to_string())
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| actor.principal.username.clone());
-    let mut task = Task {
+    let task = Task {
         id: 0,
         title,
         description: body.description.unwrap_or_default(),
@@ -202,23 +124,7 @@ pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Task
         created_at: now,
         updated_at: now,
     };
-    let task = state
-        .write(move |tx| {
-            if store::id_by_title(tx, &task.title)?.is_some() {
-                return Err(AppError::Conflict("Task title already exists".into()));
-            }
-            task.id = store::new_task_id(tx)?;
-            store::insert(tx, &task)?;
-            let detail = json!({"task_id": task.id, "title": task.title});
-            audit::record(tx, Entry::by(&actor.principal, actor.ip, "task_created", detail))?;
-            log_activity(tx, &actor, "task_created", &task, format!("Task \"{}\" created", task.title))?;
-            tx.emit("task.created", task_json(&task));
-            if let Some(agent) = task.assigned_to.clone() {
-                on_assigned(tx, &actor, &task, &agent)?;
-            }
-            Ok(task)
-        })
-        .await?;
+    let task = state.write(move |tx| rules::create(tx, &actor, task)).await?;
     Ok(Json(TaskEnvelope { task }))
 }
 
@@ -278,38 +184,19 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Task
     if nothing {
         return Err(AppError::BadRequest("No fields to update".into()));
     }
+    let changes = TaskChanges {
+        title,
+        description: body.description,
+        status: body.status,
+        priority: body.priority,
+        assigned_to: body.assigned_to.map(|a| normalize_assignee(Some(a))),
+        due_date: body.due_date.map(|d| (!d.is_empty()).then_some(d)),
+        estimated_hours: body.estimated_hours,
+        tags: body.tags,
+        metadata: body.metadata,
+    };
     let reviewer = state.config.quality_reviewer.clone();
-    let task = state
-        .write(move |tx| {
-            let old = store::get_task_w(tx, id)?.ok_or_else(|| not_found(id))?;
-            let mut new = old.clone();
-            if let Some(t) = title {
-                if store::id_by_title(tx, &t)?.is_some_and(|other| other != id) {
-                    return Err(AppError::Conflict("Task title already exists".into()));
-                }
-                new.title = t;
-            }
-            if let Some(s) = body.status {
-                check_gate(tx, &reviewer, &old, &s)?;
-                new.status = s;
-            }
-            new.description = body.description.unwrap_or(new.description);
-            new.priority = body.priority.unwrap_or(new.priority);
-            if body.assigned_to.is_some() {
-                new.assigned_to = normalize_assignee(body.assigned_to);
-            }
-            if let Some(d) = body.due_date {
-                new.due_date = (!d.is_empty()).then_some(d);
-            }
-            new.estimated_hours = body.estimated_hours.or(new.estimated_hours);
-            new.tags = body.tags.unwrap_or(new.tags);
-            new.metadata = body.metadata.unwrap_or(new.metadata);
-            new.updated_at = now_secs();
-            store::update(tx, &old, &new)?;
-            record_update(tx, &actor, &old, &new)?;
-            Ok(new)
-        })
-        .await?;
+    let task = state.write(move |tx| rules::update(tx, &actor, &reviewer, id, changes)).await?;
     Ok(Json(TaskEnvelope { task }))
 }
 
@@ -348,17 +235,9 @@ pub async fn bulk_update(req: &mut Request, depot: &mut Depot) -> AppResult<Json
         .write(move |tx| {
             let mut updated = 0;
             for item in body.tasks {
-                let old = store::get_task_w(tx, item.id)?.ok_or_else(|| not_found(item.id))?;
-                check_gate(tx, &reviewer, &old, &item.status)?;
-                if old.status == item.status {
-                    continue;
+                if rules::move_status(tx, &actor, &reviewer, item.id, item.status)? {
+                    updated += 1;
                 }
-                let mut new = old.clone();
-                new.status = item.status;
-                new.updated_at = now_secs();
-                store::update(tx, &old, &new)?;
-                record_update(tx, &actor, &old, &new)?;
-                updated += 1;
             }
             Ok(updated)
         })
@@ -419,19 +298,6 @@ pub struct CommentEnvelope {
     pub comment: Comment,
 }
 
-/// `@name` mentions in a comment.
-fn mentions(content: &str) -> Vec<String> {
-    let mut names: Vec<String> = content
-        .split(|c: char| c.is_whitespace() || ",;:!?()".contains(c))
-        .filter_map(|w| w.strip_prefix('@'))
-        .map(|n| n.trim_end_matches('.').to_string())
-        .filter(|n| !n.is_empty())
-        .collect();
-    let mut seen = std::collections::HashSet::new();
-    names.retain(|n| seen.insert(n.clone()));
-    names
-}
-
 /// Comment on a task; subscribers and `@mentioned` names are notified. Operator.
 #[endpoint(tags("tasks"), request_body = NewComment, parameters(("id" = u64, Path, description = "task id")))]
 pub async fn add_comment(req: &mut Request, depot: &mut Depot) -> AppResult<Json<CommentEnvelope>> {
@@ -449,44 +315,7 @@ pub async fn add_comment(req: &mut Request, depot: &mut Depot) -> AppResult<Json
         .map(|a| a.trim().to_string())
         .filter(|a| !a.is_empty())
         .unwrap_or_else(|| actor.principal.username.clone());
-    let comment = state
-        .write(move |tx| {
-            let task = store::get_task_w(tx, id)?.ok_or_else(|| not_found(id))?;
-            let comment = store::insert_comment(tx, id, &author, &content)?;
-            let mentioned = mentions(&content);
-            for name in mentioned.iter().filter(|n| **n != author) {
-                notify(
-                    tx,
-                    NewNotification {
-                        recipient: name,
-                        kind: "mention",
-                        title: format!("Mentioned on: {}", task.title),
-                        message: format!("{author} mentioned you on task #{id}: {content}"),
-                        source_type: Some("comment"),
-                        source_id: Some(comment.id),
-                    },
-                )?;
-            }
-            for agent in store::subscribers_w(tx, id)? {
-                if agent == author || mentioned.contains(&agent) {
-                    continue;
-                }
-                notify(
-                    tx,
-                    NewNotification {
-                        recipient: &agent,
-                        kind: "info",
-                        title: format!("New comment on: {}", task.title),
-                        message: format!("{author} commented on task #{id}: {content}"),
-                        source_type: Some("comment"),
-                        source_id: Some(comment.id),
-                    },
-                )?;
-            }
-            log_activity(tx, &actor, "comment_added", &task, format!("{author} commented on \"{}\"", task.title))?;
-            Ok(comment)
-        })
-        .await?;
+    let comment = state.write(move |tx| rules::add_comment(tx, &actor, id, &author, &content)).await?;
     Ok(Json(CommentEnvelope { comment }))
 }
 
@@ -565,15 +394,4 @@ pub fn router() -> Router {
                         .push(Router::new().hoop(RequireRole(Role::Operator)).post(add_comment)),
                 ),
         )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mentions;
-
-    #[test]
-    fn finds_mentions() {
-        assert_eq!(mentions("hey @builder, ask @scout. thanks @builder"), ["builder", "scout"]);
-        assert!(mentions("no mentions @ here").is_empty());
-    }
 }

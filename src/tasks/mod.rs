@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod quality;
+pub mod rules;
 pub mod store;
 
 use salvo_oapi::ToSchema;

@@ -4,14 +4,12 @@
 use salvo::prelude::*;
 use salvo_oapi::{ToSchema, endpoint};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::api::{Actor, record_update};
+use super::rules::{self, Actor, ReviewInput};
 use super::{Problems, Review, store};
 use crate::error::{AppError, AppResult};
 use crate::http::extract::query_opt;
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
-use crate::store::now_secs;
 use crate::users::Role;
 
 #[derive(Deserialize, ToSchema)]
@@ -51,36 +49,8 @@ pub async fn submit(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Revi
     p.check(notes.len() <= 100_000, "notes", "must be at most 100000 characters");
     p.finish()?;
     let gatekeeper = state.config.quality_reviewer.clone();
-    let (review, task_status) = state
-        .write(move |tx| {
-            let task = store::get_task_w(tx, body.task_id)?
-                .ok_or_else(|| AppError::NotFound(format!("Task {} not found", body.task_id)))?;
-            let review = Review {
-                id: store::new_review_id(tx)?,
-                task_id: task.id,
-                reviewer,
-                status: body.status,
-                notes,
-                created_by: actor.principal.username.clone(),
-                created_at: now_secs(),
-            };
-            store::insert_review(tx, &review)?;
-            tx.emit(
-                "task.reviewed",
-                json!({"id": task.id, "title": task.title, "reviewer": review.reviewer, "status": review.status}),
-            );
-            let mut status = task.status.clone();
-            if review.reviewer == gatekeeper && review.status == "approved" && task.status != "done" {
-                let mut done = task.clone();
-                done.status = "done".into();
-                done.updated_at = now_secs();
-                store::update(tx, &task, &done)?;
-                record_update(tx, &actor, &task, &done)?;
-                status = done.status;
-            }
-            Ok((review, status))
-        })
-        .await?;
+    let new = ReviewInput { task_id: body.task_id, reviewer, status: body.status, notes };
+    let (review, task_status) = state.write(move |tx| rules::review(tx, &actor, &gatekeeper, new)).await?;
     Ok(Json(ReviewResult { success: true, review, task_status }))
 }
 

@@ -8,41 +8,20 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::delivery::{self, Mode};
-use super::{DeliveryView, Webhook, WebhookRecord, generate_secret, payload, store};
+use super::{DeliveryView, NewWebhook, Webhook, check_events, check_name, check_url, generate_secret, payload, store};
 use crate::app::AppState;
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
 use crate::http::extract::query_opt;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
 use crate::http::{Page, RequireRole, app, client_ip, json_body, require_principal};
-use crate::store::{now_millis, now_secs};
+use crate::store::now_millis;
 use crate::tasks::Problems;
 use crate::users::Role;
-
-const EVENT_FAMILIES: [&str; 5] = ["activity.", "agent.", "notification.", "security.", "test."];
 
 /// Whether failed deliveries are retried (setting `webhooks.retry_enabled`).
 pub async fn retry_enabled(state: &AppState) -> bool {
     crate::settings::enabled(state, crate::settings::Key::WebhooksRetryEnabled).await.unwrap_or(true)
-}
-
-fn check_name(p: &mut Problems, name: &str) {
-    p.check(!name.is_empty() && name.chars().count() <= 100, "name", "must be 1-100 characters");
-}
-
-fn check_url(p: &mut Problems, url: &str, allow_link_local: bool) {
-    let ok = reqwest::Url::parse(url)
-        .map(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()))
-        .unwrap_or(false);
-    p.check(ok && url.len() <= 2048, "url", "must be an http or https URL");
-    p.check(allow_link_local || !super::target::literal_blocked(url), "url", super::target::REFUSED);
-}
-
-fn check_events(p: &mut Problems, events: &[String]) {
-    p.check(!events.is_empty(), "events", "must not be empty");
-    p.check(events.len() <= 100, "events", "at most 100 entries");
-    let known = |e: &String| e == "*" || EVENT_FAMILIES.iter().any(|f| e.starts_with(f) && e.len() > f.len());
-    p.check(events.iter().all(known), "events", "each must be * or an event type such as activity.task_created");
 }
 
 fn not_found() -> AppError {
@@ -100,31 +79,7 @@ pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Crea
     check_events(&mut p, &events);
     p.finish()?;
     let secret = if body.generate_secret.unwrap_or(true) { generate_secret()? } else { String::new() };
-    let hook = state
-        .write(move |tx| {
-            let hook = WebhookRecord {
-                id: store::new_hook_id(tx)?,
-                name,
-                url,
-                secret,
-                events,
-                enabled: true,
-                consecutive_failures: 0,
-                circuit_open: false,
-                last_fired_at: None,
-                last_status: None,
-                total_deliveries: 0,
-                successful_deliveries: 0,
-                failed_deliveries: 0,
-                created_at: now_secs(),
-                created_by: who.username.clone(),
-            };
-            store::save_hook(tx, &hook)?;
-            let detail = json!({"id": hook.id, "name": hook.name, "url": hook.url, "events": hook.events});
-            audit::record(tx, Entry::by(&who, ip, "webhook_created", detail))?;
-            Ok(hook)
-        })
-        .await?;
+    let hook = state.write(move |tx| super::create(tx, &who, ip, NewWebhook { name, url, secret, events })).await?;
     Ok(Json(CreatedWebhook {
         id: hook.id,
         name: hook.name,

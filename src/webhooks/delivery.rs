@@ -19,14 +19,41 @@ pub const BATCH: usize = 50;
 pub const RETRY_PERIOD: Duration = Duration::from_secs(60);
 const MAX_RESPONSE_BODY: usize = 4096;
 
-pub fn http_client() -> Result<reqwest::Client, String> {
+fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .timeout(TIMEOUT)
         .connect_timeout(Duration::from_secs(5))
+        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(8)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(USER_AGENT)
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// The Mozilla root certificates bundled in the binary (webpki-root-certs).
+pub fn bundled_roots() -> Vec<reqwest::Certificate> {
+    webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().filter_map(|der| reqwest::Certificate::from_der(der).ok()).collect()
+}
+
+/// The outbound client (webhooks, gateways). It trusts the system's CA store; on a machine that has
+/// none (a `FROM scratch` container, an empty chroot) building fails, and it falls back to the bundled
+/// roots so HTTPS webhooks still work.
+pub fn http_client() -> Result<reqwest::Client, String> {
+    match client_builder().build() {
+        Ok(client) => Ok(client),
+        Err(system) => {
+            let client = client_builder()
+                .tls_certs_only(bundled_roots())
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e} (with the system CA store: {system})"))?;
+            tracing::info!(reason = %system, "no usable system CA store; trusting the bundled root certificates");
+            Ok(client)
+        }
+    }
+}
+
+/// The client with only the bundled roots (what [`http_client`] falls back to).
+pub fn http_client_bundled() -> Result<reqwest::Client, String> {
+    client_builder().tls_certs_only(bundled_roots()).build().map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 #[derive(Debug, Clone)]
@@ -37,9 +64,22 @@ pub struct Outcome {
     pub duration_ms: f64,
 }
 
+const TIMEOUT_ERROR: &str = "Timeout after 10 s";
+
 impl Outcome {
     pub fn success(&self) -> bool {
         self.status_code.is_some_and(|s| (200..300).contains(&s))
+    }
+
+    /// The outcome as `opsdeck_webhook_deliveries_total` counts it.
+    pub fn metric(&self) -> crate::metrics::DeliveryOutcome {
+        use crate::metrics::DeliveryOutcome;
+        match (self.success(), self.status_code, self.error.as_deref()) {
+            (true, _, _) => DeliveryOutcome::Success,
+            (false, Some(_), _) => DeliveryOutcome::HttpError,
+            (false, None, Some(TIMEOUT_ERROR)) => DeliveryOutcome::Timeout,
+            (false, None, _) => DeliveryOutcome::NetworkError,
+        }
     }
 }
 
@@ -71,10 +111,12 @@ pub async fn send(client: &reqwest::Client, hook: &WebhookRecord, d: &Delivery, 
             let error = (!(200..300).contains(&status)).then(|| format!("HTTP {status}"));
             (Some(status), body, error)
         }
-        Err(e) if e.is_timeout() => (None, String::new(), Some("Timeout after 10 s".to_string())),
+        Err(e) if e.is_timeout() => (None, String::new(), Some(TIMEOUT_ERROR.to_string())),
         Err(e) => (None, String::new(), Some(format!("Network error: {e}"))),
     };
-    Outcome { status_code, response_body, error, duration_ms: started.elapsed().as_secs_f64() * 1000.0 }
+    let outcome = Outcome { status_code, response_body, error, duration_ms: started.elapsed().as_secs_f64() * 1000.0 };
+    crate::metrics::webhook_delivery(outcome.metric());
+    outcome
 }
 
 /// How an attempt may proceed.
@@ -179,30 +221,50 @@ pub async fn process_due(state: &AppState) -> AppResult<usize> {
             }
         }
         attempted += n;
-        if n < BATCH {
+        if n < BATCH || state.background.is_stopping() {
             return Ok(attempted);
         }
     }
 }
 
-/// Runs the sender until the app is dropped: once at start (attempts queued before a restart: the outbox
-/// is durable) and immediately whenever a change queues deliveries, so first attempts never wait. Due
-/// retries are the scheduler's `webhook_retry` job, every `RETRY_PERIOD`.
+/// Runs the sender until shutdown (or until the app is dropped): once at start (attempts queued before a
+/// restart: the outbox is durable) and immediately whenever a change queues deliveries, so first attempts
+/// never wait. Due retries are the scheduler's `webhook_retry` job, every `RETRY_PERIOD`. At shutdown the
+/// batch in flight finishes (each attempt is bounded by `TIMEOUT`); what is still queued is sent after
+/// the next start.
 pub fn spawn_worker(state: &Arc<AppState>) {
     let weak: Weak<AppState> = Arc::downgrade(state);
     let wake = state.webhook_wake.clone();
     let mut stop = state.scheduler.stop_signal();
-    tokio::spawn(async move {
+    let stopped = state.background.stopped();
+    state.background.spawn("webhook-sender", async move {
+        tokio::pin!(stopped);
         loop {
             let Some(state) = weak.upgrade() else { return };
+            if state.background.is_stopping() {
+                return;
+            }
             if let Err(e) = process_due(&state).await {
                 tracing::warn!(error = %e, "webhook sender");
             }
             drop(state);
             tokio::select! {
+                _ = &mut stopped => return,
                 _ = wake.notified() => {}
                 _ = stop.changed() => return,
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_roots_make_a_client() {
+        assert!(bundled_roots().len() > 100, "the Mozilla root set has well over 100 certificates");
+        assert!(http_client_bundled().is_ok());
+        assert!(http_client().is_ok());
+    }
 }
