@@ -24,13 +24,20 @@ rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 start SVC_DISABLE_RATE_LIMIT=1
 cat > /tmp/opsdeck-load.lua <<'LUA'
 local n = 0
+local threads = 0
 wrk.headers["x-api-key"] = "load-key"
 wrk.headers["Content-Type"] = "application/json"
+-- Each wrk thread has its own Lua state (and the same random seed): a thread id and the run's start time
+-- keep titles unique across threads and runs.
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads .. "-" .. os.time())
+end
 function request()
   n = n + 1
   local r = n % 10
   if r == 0 then
-    return wrk.format("POST", "/api/tasks", nil, string.format('{"title":"load-%d-%d"}', n, math.random(1, 1e9)))
+    return wrk.format("POST", "/api/tasks", nil, string.format('{"title":"load-%s-%d-%d"}', tid, n, math.random(1, 1e9)))
   elseif r == 1 then
     return wrk.format("POST", "/api/tokens", nil, '{"model":"claude-sonnet-4","sessionId":"load:s","inputTokens":10,"outputTokens":5}')
   elseif r < 6 then
