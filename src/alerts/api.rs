@@ -14,6 +14,7 @@ use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
 use crate::http::extract::parse_object;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
+use crate::http::{IdBody, Success};
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_secs;
 use crate::tasks::Problems;
@@ -186,16 +187,6 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Rule
     Ok(Json(RuleEnvelope { rule }))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct IdBody {
-    pub id: u64,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Success {
-    pub success: bool,
-}
-
 /// Delete a rule. Admin.
 #[endpoint(tags("alerts"), request_body = IdBody)]
 pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
@@ -212,7 +203,7 @@ pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Succ
             Ok(())
         })
         .await?;
-    Ok(Json(Success { success: true }))
+    Ok(Json(Success::ok()))
 }
 
 pub fn router() -> Router {

@@ -13,6 +13,7 @@ use crate::app::AppState;
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
 use crate::http::rate_limit::{KeyBy, RouteLimit};
+use crate::http::{IdBody, Success};
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_secs;
 use crate::tasks::Problems;
@@ -196,16 +197,6 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Gate
     Ok(Json(GatewayEnvelope { gateway: Gateway::from(&gateway) }))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct IdBody {
-    pub id: u64,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Success {
-    pub success: bool,
-}
-
 /// Remove a gateway; the primary gateway cannot be deleted.
 #[endpoint(tags("gateways"), request_body = IdBody)]
 pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
@@ -224,7 +215,7 @@ pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Succ
             Ok(())
         })
         .await?;
-    Ok(Json(Success { success: true }))
+    Ok(Json(Success::ok()))
 }
 
 #[derive(Serialize, ToSchema)]

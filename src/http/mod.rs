@@ -2,6 +2,7 @@
 //! roles, rate limits, request parsing, JSON error catcher and the SSE endpoint.
 
 pub mod auth;
+pub mod body;
 pub mod extract;
 pub mod guard;
 pub mod rate_limit;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use salvo::prelude::*;
 
 pub use auth::{Principal, RequireRole, principal, require_principal};
+pub use body::{IdBody, Success};
 pub use extract::{Page, json_body, path_id};
 
 use crate::app::AppState;

@@ -15,6 +15,7 @@ use super::{
     check_tags, check_text, check_title, normalize_assignee,
 };
 use crate::error::{AppError, AppResult};
+use crate::http::Success;
 use crate::http::extract::optional_json_body;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
 use crate::http::{Page, RequireRole, app, client_ip, json_body, path_id, require_principal};
@@ -35,11 +36,6 @@ pub struct TaskPage {
     pub total: usize,
     pub page: usize,
     pub limit: usize,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Success {
-    pub success: bool,
 }
 
 /// Tasks, newest first, filtered by status, assignee and priority.
@@ -263,7 +259,7 @@ pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Succ
             Ok(())
         })
         .await?;
-    Ok(Json(Success { success: true }))
+    Ok(Json(Success::ok()))
 }
 
 #[derive(Serialize, ToSchema)]

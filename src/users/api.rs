@@ -20,6 +20,7 @@ use crate::config::SameSite;
 use crate::error::{AppError, AppResult};
 use crate::http::auth::SESSION_COOKIE;
 use crate::http::rate_limit::unix_now;
+use crate::http::{IdBody, Success};
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_secs;
 
@@ -39,11 +40,6 @@ pub struct UserList {
 #[derive(Serialize, ToSchema)]
 pub struct OkBody {
     pub ok: bool,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SuccessBody {
-    pub success: bool,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -338,14 +334,9 @@ pub async fn update_user(req: &mut Request, depot: &mut Depot) -> AppResult<Json
     Ok(Json(UserEnvelope { user: User::from(&user) }))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct IdBody {
-    pub id: u64,
-}
-
 /// Delete a user; their sessions end at once. Admin.
 #[endpoint(tags("users"), request_body = IdBody)]
-pub async fn delete_user(req: &mut Request, depot: &mut Depot) -> AppResult<Json<SuccessBody>> {
+pub async fn delete_user(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
     let state = app(depot)?;
     let who = require_principal(depot)?;
     let ip = client_ip(depot);
@@ -364,7 +355,7 @@ pub async fn delete_user(req: &mut Request, depot: &mut Depot) -> AppResult<Json
             Ok(())
         })
         .await?;
-    Ok(Json(SuccessBody { success: true }))
+    Ok(Json(Success::ok()))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -14,6 +14,7 @@ use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
 use crate::http::extract::query_opt;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
+use crate::http::{IdBody, Success};
 use crate::http::{Page, RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_millis;
 use crate::tasks::Problems;
@@ -175,16 +176,6 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Webh
     Ok(Json(view))
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct IdBody {
-    pub id: u64,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Success {
-    pub success: bool,
-}
-
 /// Delete a webhook and its deliveries.
 #[endpoint(tags("webhooks"), request_body = IdBody)]
 pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
@@ -200,7 +191,7 @@ pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Succ
             Ok(())
         })
         .await?;
-    Ok(Json(Success { success: true }))
+    Ok(Json(Success::ok()))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -18,6 +18,7 @@ use super::{
     template_defaults, validate_config, validate_name, validate_role,
 };
 use crate::error::{AppError, AppResult};
+use crate::http::Success;
 use crate::http::extract::query_opt;
 use crate::http::{Page, RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::StoreError;
@@ -39,11 +40,6 @@ pub struct AgentList {
     pub total: usize,
     pub page: usize,
     pub limit: usize,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SuccessBody {
-    pub success: bool,
 }
 
 /// The path segment `{id}`: an agent id or its exact name.
@@ -226,7 +222,7 @@ pub struct UpdateByName {
 
 /// Update the agent named `name`. Operator.
 #[endpoint(tags("agents"), request_body = UpdateByName)]
-pub async fn update_by_name(req: &mut Request, depot: &mut Depot) -> AppResult<Json<SuccessBody>> {
+pub async fn update_by_name(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
     let state = app(depot)?;
     let who = require_principal(depot)?;
     let body: UpdateByName = json_body(req).await?;
@@ -246,7 +242,7 @@ pub async fn update_by_name(req: &mut Request, depot: &mut Depot) -> AppResult<J
             rules::update(tx, &who.username, agent, changes)
         })
         .await?;
-    Ok(Json(SuccessBody { success: true }))
+    Ok(Json(Success::ok()))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -289,13 +285,13 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Agen
 
 /// Delete an agent (its messages stay in the history). Operator.
 #[endpoint(tags("agents"), parameters(("id" = String, Path, description = "agent id or name")))]
-pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<SuccessBody>> {
+pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
     let state = app(depot)?;
     let who = require_principal(depot)?;
     let ip = client_ip(depot);
     let key = key_of(req);
     state.write(move |tx| rules::delete(tx, &who, ip, &key)).await?;
-    Ok(Json(SuccessBody { success: true }))
+    Ok(Json(Success::ok()))
 }
 
 fn viewer() -> Router {

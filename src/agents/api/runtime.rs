@@ -6,12 +6,13 @@ use salvo_oapi::endpoint;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{MAX_CONTENT_BYTES, SuccessBody, key_of};
+use super::{MAX_CONTENT_BYTES, key_of};
 use crate::agents::{
     AgentChanges, AgentMessage, HEARTBEAT_MESSAGE_LIMIT, HEARTBEAT_TASK_LIMIT, non_empty, rules, store,
     validate_memory, workspace,
 };
 use crate::error::{AppError, AppResult};
+use crate::http::Success;
 use crate::http::extract::optional_json_body;
 use crate::http::{app, json_body, require_principal};
 use crate::tasks::{self, Problems, Task};
@@ -82,7 +83,7 @@ pub struct HeartbeatReport {
 /// A heartbeat from the agent (optional body). Sets `last_seen`; an offline agent becomes online.
 /// Operator.
 #[endpoint(tags("agents"), request_body = HeartbeatReport, parameters(("id" = String, Path, description = "agent id or name")))]
-pub async fn heartbeat_report(req: &mut Request, depot: &mut Depot) -> AppResult<Json<SuccessBody>> {
+pub async fn heartbeat_report(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
     let state = app(depot)?;
     let who = require_principal(depot)?;
     let key = key_of(req);
@@ -123,7 +124,7 @@ pub async fn heartbeat_report(req: &mut Request, depot: &mut Depot) -> AppResult
             Ok::<_, AppError>(())
         })
         .await?;
-    Ok(Json(SuccessBody { success: true }))
+    Ok(Json(Success::ok()))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -266,7 +267,7 @@ pub struct WakeBody {
 
 /// Wake an agent: a `wake` message from `system` with the reason, and `offline` → `idle`. Operator.
 #[endpoint(tags("agents"), request_body = WakeBody, parameters(("id" = String, Path, description = "agent id or name")))]
-pub async fn wake(req: &mut Request, depot: &mut Depot) -> AppResult<Json<SuccessBody>> {
+pub async fn wake(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
     let state = app(depot)?;
     let who = require_principal(depot)?;
     let key = key_of(req);
@@ -278,5 +279,5 @@ pub async fn wake(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Succes
     let nudge_reason = reason.clone();
     let (agent, _) = state.write(move |tx| rules::wake(tx, &who.username, &key, &reason)).await?;
     super::gateway::nudge(&state, &agent.config, agent.session_key.as_deref(), &nudge_reason).await;
-    Ok(Json(SuccessBody { success: true }))
+    Ok(Json(Success::ok()))
 }
