@@ -13,6 +13,7 @@ pub mod demo;
 pub mod docs;
 pub mod error;
 pub mod events;
+pub mod fuzzing;
 pub mod gateways;
 pub mod http;
 pub mod logs;

@@ -1,10 +1,3 @@
 #![no_main]
-//! identity.md and TOOLS.md parsing.
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(text) = std::str::from_utf8(data) {
-        let _ = opsdeck::agents::sync::parse_identity(text);
-        let _ = opsdeck::agents::sync::parse_tools(text);
-    }
-});
+//! See `opsdeck::fuzzing::workspace_files`: the checks live in the library so `cargo test` replays kept inputs.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| opsdeck::fuzzing::workspace_files(data));
