@@ -13,6 +13,7 @@ ulimit -n 65536 2>/dev/null || true
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 echo "== release build"
 cargo build --release --locked --bin opsdeck 2>&1 | tail -1
+cargo bench --locked --no-run 2>&1 | tail -1 # the SSE client and the token-stats bench, built before any timing
 BIN="${CARGO_TARGET_DIR:-$root/target}/release/opsdeck"
 
 data=$(mktemp -d)
@@ -67,7 +68,7 @@ run_wrk "GET /api/tasks?limit=50 ($tasks tasks)" get.lua "/api/tasks?limit=50"
 run_wrk "GET /api/tasks/{id}" get.lua "/api/tasks/5000"
 run_wrk "POST /api/tokens (durable, rollups)" record_tokens.lua /api/tokens
 run_wrk "GET /api/tokens?action=stats" get.lua "/api/tokens?action=stats&timeframe=all"
-fan=$(python3 bench/sse_fanout.py "$port" 1000 | grep RESULT)
+fan=$(cargo bench --locked --bench sse_fanout -- "$port" 1000 20 2>/dev/null | grep RESULT)
 row "SSE fan-out to 1,000 clients (change → last)" "-" "$(sed -E 's/.*p50_ms=([0-9.]+).*/\1/' <<<"$fan")" "$(sed -E 's/.*p99_ms=([0-9.]+).*/\1/' <<<"$fan")" "$(rss_mb) MB"
 loaded_peak=$(peak_mb)
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=

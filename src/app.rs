@@ -1,6 +1,6 @@
 //! Application state, router assembly and first-run seeding.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use salvo::catch_panic::CatchPanic;
 use salvo::catcher::Catcher;
@@ -26,7 +26,6 @@ pub struct AppState {
     /// Failed logins per client IP (the brute-force guard; never disabled).
     pub login_failures: Limiter,
     pub passwords: Passwords,
-    pub openapi_json: OnceLock<String>,
     /// Outbound HTTP (webhooks, gateways): 10 s timeout, no redirects.
     pub http: reqwest::Client,
     /// Wakes the webhook sender after a commit that queued deliveries.
@@ -104,7 +103,6 @@ pub async fn build(config: Config) -> Result<App, String> {
         limiter: Limiter::default(),
         login_failures: Limiter::default(),
         passwords,
-        openapi_json: OnceLock::new(),
         http: crate::webhooks::delivery::http_client()?,
         webhook_wake: Arc::new(tokio::sync::Notify::new()),
         security_events: Limiter::default(),
@@ -120,14 +118,18 @@ pub async fn build(config: Config) -> Result<App, String> {
     crate::scheduler::start(&state).await.map_err(|e| format!("cannot start the scheduler: {e}"))?;
     let generated_admin_password =
         crate::users::seed_first_admin(&state).await.map_err(|e| format!("cannot create the first admin: {e}"))?;
-    let router = Router::new().push(Router::with_path("healthz").get(healthz)).push(api_router());
-    let doc = crate::docs::document(&router).to_json().map_err(|e| e.to_string())?;
     // Metrics and the dashboard come after the API (and stay out of the OpenAPI document).
-    let router = router
+    let router = documented_routes()
         .push(Router::with_path("metrics").hoop(auth::authenticate).get(crate::metrics::scrape))
         .push(crate::ui::router());
-    let _ = state.openapi_json.set(doc);
+    // The OpenAPI document takes ~35 ms to generate: build it beside start-up, not before the first request.
+    tokio::task::spawn_blocking(crate::docs::openapi_json);
     Ok(App { state, router: Arc::new(router), generated_admin_password })
+}
+
+/// `/healthz` and the API: the routes the OpenAPI document describes.
+pub fn documented_routes() -> Router {
+    Router::new().push(Router::with_path("healthz").get(healthz)).push(api_router())
 }
 
 fn api_router() -> Router {

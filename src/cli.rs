@@ -2,7 +2,6 @@
 //! start-up errors, the health probe, the OpenAPI printer, the offline password reset and the signal
 //! that starts a graceful shutdown.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
@@ -95,40 +94,9 @@ pub async fn healthcheck(base: &str, host: Option<&str>) -> Result<(), String> {
     }
 }
 
-/// Removes a directory when dropped.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// `opsdeck openapi`: builds the app against a throw-away database (never the real one), returns the
-/// document and removes the temporary directory.
-pub async fn openapi(mut config: Config) -> Result<String, String> {
-    let mut random = [0u8; 8];
-    getrandom::fill(&mut random).map_err(|e| format!("random source: {e}"))?;
-    let dir = std::env::temp_dir().join(format!("opsdeck-openapi-{}-{}", std::process::id(), hex::encode(random)));
-    let _cleanup = TempDir(dir.clone());
-    config.db_path = dir.join("svc.db");
-    config.data_dir = dir;
-    config.admin_pass = Some("openapi-only-password".into());
-    // The cheapest Argon2 parameters: the throw-away admin is never used.
-    config.argon2_memory_kib = 8;
-    config.argon2_iterations = 1;
-    let app = crate::build(config).await?;
-    let doc = app.state.openapi_json.get().cloned().ok_or("the OpenAPI document was not generated")?;
-    let database = app.state.store.downgrade();
-    drop(app);
-    // The webhook sender holds the database only between its checks; give it a moment to let go.
-    for _ in 0..100 {
-        if database.strong_count() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    Ok(doc)
+/// `opsdeck openapi`: the document, generated from the routes alone (no database is opened).
+pub fn openapi() -> String {
+    crate::docs::openapi_json().to_string()
 }
 
 /// What `opsdeck user reset-password` did.

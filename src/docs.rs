@@ -5,8 +5,7 @@ use salvo_oapi::endpoint;
 use salvo_oapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use salvo_oapi::{OpenApi, Server};
 
-use crate::error::AppResult;
-use crate::http::app;
+use crate::error::{AppError, AppResult};
 
 pub const API_VERSION: &str = "1.2.0";
 
@@ -28,11 +27,23 @@ pub fn document(router: &Router) -> OpenApi {
         .merge_router(router)
 }
 
+/// The document as JSON, generated once per process from [`crate::app::documented_routes`] (it depends on
+/// the code only, not on any state).
+pub fn openapi_json() -> &'static str {
+    static JSON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    JSON.get_or_init(|| {
+        document(&crate::app::documented_routes()).to_json().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "cannot serialize the OpenAPI document");
+            "{}".into()
+        })
+    })
+}
+
 /// This OpenAPI document.
 #[endpoint(tags("meta"), responses((status_code = 200, description = "OpenAPI 3.1 JSON document")))]
-pub async fn serve(depot: &mut Depot, res: &mut Response) -> AppResult<()> {
-    let state = app(depot)?;
+pub async fn serve(res: &mut Response) -> AppResult<()> {
+    let json = tokio::task::spawn_blocking(openapi_json).await.map_err(|e| AppError::Failed(e.to_string()))?;
     res.headers_mut().insert("content-type", salvo::http::HeaderValue::from_static("application/json"));
-    res.write_body(state.openapi_json.get().cloned().unwrap_or_default()).ok();
+    res.write_body(json).ok();
     Ok(())
 }

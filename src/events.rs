@@ -21,6 +21,20 @@ pub struct Event {
     pub data: serde_json::Value,
     /// Milliseconds.
     pub timestamp: i64,
+    /// The JSON frame body, encoded once and shared by every subscriber (1,000 clients, one encoding).
+    #[serde(skip)]
+    json: std::sync::OnceLock<String>,
+}
+
+impl Event {
+    pub fn new(id: u64, kind: String, data: serde_json::Value, timestamp: i64) -> Self {
+        Self { id, kind, data, timestamp, json: Default::default() }
+    }
+
+    /// `{"type","data","timestamp"}` as the stream sends it.
+    pub fn json(&self) -> &str {
+        self.json.get_or_init(|| serde_json::to_string(self).unwrap_or_else(|_| "{}".into()))
+    }
 }
 
 struct Ring {
@@ -55,8 +69,7 @@ impl EventBus {
 
     pub fn publish(&self, kind: impl Into<String>, data: serde_json::Value) {
         let mut ring = self.lock();
-        let event =
-            Arc::new(Event { id: ring.next_id, kind: kind.into(), data, timestamp: crate::store::now_millis() });
+        let event = Arc::new(Event::new(ring.next_id, kind.into(), data, crate::store::now_millis()));
         ring.next_id += 1;
         if ring.recent.len() == REPLAY_CAPACITY {
             ring.recent.pop_front();

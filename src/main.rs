@@ -166,7 +166,7 @@ async fn run(command: Command, config: opsdeck::Config) -> Result<i32, String> {
             })
         }
         Command::Openapi => {
-            println!("{}", opsdeck::cli::openapi(config).await?);
+            println!("{}", opsdeck::cli::openapi());
             Ok(0)
         }
     }

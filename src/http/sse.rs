@@ -20,8 +20,7 @@ use crate::events::Event;
 const KEEPALIVE: Duration = Duration::from_secs(25);
 
 fn frame(event: &Event) -> SseEvent {
-    let body = serde_json::to_string(event).unwrap_or_else(|_| "{}".into());
-    SseEvent::default().id(event.id.to_string()).text(body)
+    SseEvent::default().id(event.id.to_string()).text(event.json())
 }
 
 fn control_frame(kind: &str, data: serde_json::Value) -> SseEvent {

@@ -282,6 +282,10 @@ pub async fn session_principal(state: &AppState, token: &str) -> AppResult<Optio
 
 /// Creates the first admin when no user exists. Returns the generated password when none was configured.
 pub async fn seed_first_admin(state: &AppState) -> AppResult<Option<String>> {
+    // Checked before hashing so a restart does not spend an Argon2 hash (~50 ms) on a password it drops.
+    if state.store.read(|tx| Ok::<_, AppError>(store::any_user_read(tx)?)).await? {
+        return Ok(None);
+    }
     let configured = state.config.admin_pass.clone();
     let generated = match &configured {
         Some(_) => None,

@@ -17,6 +17,11 @@ pub fn any_user(tx: &WriteTransaction) -> Result<bool, StoreError> {
     Ok(!tx.open_table(USERS)?.is_empty()?)
 }
 
+/// [`any_user`] in a read transaction (no writer needed).
+pub fn any_user_read(tx: &ReadTransaction) -> Result<bool, StoreError> {
+    Ok(!tx.open_table(USERS)?.is_empty()?)
+}
+
 pub fn get_user(tx: &ReadTransaction, id: u64) -> Result<Option<UserRecord>, StoreError> {
     get(&tx.open_table(USERS)?, id)
 }
