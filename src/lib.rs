@@ -142,6 +142,9 @@ pub async fn bind(host: &str, port: u16) -> std::io::Result<(TcpAcceptor, std::n
         .try_bind()
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
+    // Accepted sockets inherit TCP_NODELAY from the listener on Linux. Without it a response written in
+    // two parts (head, then a large body) can wait ~40 ms for the client's delayed ACK (Nagle).
+    socket2::SockRef::from(acceptor.inner()).set_tcp_nodelay(true)?;
     let addr = acceptor.local_addr()?;
     Ok((acceptor, addr))
 }

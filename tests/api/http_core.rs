@@ -12,6 +12,15 @@ async fn healthz_answers_without_auth() {
 }
 
 #[tokio::test]
+async fn accepted_connections_have_nagle_off() {
+    // Otherwise a response written in two parts can stall ~40 ms on the client's delayed ACK.
+    let (acceptor, addr) = opsdeck::bind("127.0.0.1", 0).await.expect("bind");
+    let _client = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (accepted, _) = acceptor.inner().accept().await.expect("accept");
+    assert!(accepted.nodelay().expect("reads TCP_NODELAY"));
+}
+
+#[tokio::test]
 async fn every_response_has_security_headers() {
     let app = spawn_app().await;
     for path in ["/healthz", "/api/auth/me", "/api/nope"] {
