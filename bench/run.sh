@@ -25,13 +25,19 @@ trap cleanup EXIT
 rss_mb() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$pid/status"; }
 peak_mb() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$pid/status"; }
 
-start_ns=$(date +%s%N)
-env NODE_ENV=development SVC_DISABLE_RATE_LIMIT=1 API_KEY=bench-key AUTH_PASS=bench-password-1 \
-    SVC_DATA_DIR="$data" PORT="$port" HOSTNAME=127.0.0.1 AGW_GATEWAY_PORT=1 \
-    SVC_LOCAL_SESSIONS_DIR="$data/none" AGW_HOME="$data/none" RUST_LOG=warn "$BIN" serve >"$data/server.log" 2>&1 &
-pid=$!
-until curl -fs "$url/healthz" >/dev/null 2>&1; do sleep 0.005; done
-startup_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+# Starts the server and prints the milliseconds from the start to the first 200 of /healthz.
+start_server() {
+  local start_ns
+  start_ns=$(date +%s%N)
+  env NODE_ENV=development SVC_DISABLE_RATE_LIMIT=1 API_KEY=bench-key AUTH_PASS=bench-password-1 \
+      SVC_DATA_DIR="$data" PORT="$port" HOSTNAME=127.0.0.1 AGW_GATEWAY_PORT=1 \
+      SVC_LOCAL_SESSIONS_DIR="$data/none" AGW_HOME="$data/none" RUST_LOG=warn "$BIN" serve >>"$data/server.log" 2>&1 &
+  pid=$!
+  until curl -fs "$url/healthz" >/dev/null 2>&1; do sleep 0.001; done
+  echo $(( ($(date +%s%N) - start_ns) / 1000000 ))
+}
+start_server >"$data/startup" # first start: creates the database and hashes the admin's password (Argon2id)
+startup_ms=$(cat "$data/startup")
 sleep 1
 idle_rss=$(rss_mb)
 size_mb=$(python3 -c "import os; print(f'{os.path.getsize(\"$BIN\")/1048576:.1f}')")
@@ -72,6 +78,10 @@ fan=$(cargo bench --locked --bench sse_fanout -- "$port" 1000 20 2>/dev/null | g
 row "SSE fan-out to 1,000 clients (change → last)" "-" "$(sed -E 's/.*p50_ms=([0-9.]+).*/\1/' <<<"$fan")" "$(sed -E 's/.*p99_ms=([0-9.]+).*/\1/' <<<"$fan")" "$(rss_mb) MB"
 loaded_peak=$(peak_mb)
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+# Restart over the data the run left (tens of thousands of tasks and token records): the usual start.
+start_server >"$data/restart"
+restart_ms=$(cat "$data/restart")
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 
 echo "== token stats over 1,000,000 records (bench/tokens_stats.rs)"
 tokens_out=$(cargo bench --locked --bench tokens_stats 2>/dev/null)
@@ -90,7 +100,8 @@ stats_http=$(grep -E 'action=stats&timeframe=all' <<<"$tokens_out" | head -1 | s
   echo
   echo "| measure | value |"
   echo "|---|---|"
-  echo "| start to first 200 (\`/healthz\`) | ${startup_ms} ms |"
+  echo "| first start to first 200 (\`/healthz\`; creates the database, hashes the admin password) | ${startup_ms} ms |"
+  echo "| restart to first 200 (over the data of this run) | ${restart_ms} ms |"
   echo "| idle RSS | ${idle_rss} MB |"
   echo "| peak RSS under the load above | ${loaded_peak} MB |"
   echo "| binary size (release, dynamically linked) | ${size_mb} MB |"
@@ -101,6 +112,6 @@ stats_http=$(grep -E 'action=stats&timeframe=all' <<<"$tokens_out" | head -1 | s
   echo '```'
 } > bench/RESULTS.md.new
 echo
-echo "startup ${startup_ms} ms · idle RSS ${idle_rss} MB · peak RSS ${loaded_peak} MB · binary ${size_mb} MB"
+echo "first start ${startup_ms} ms · restart ${restart_ms} ms · idle RSS ${idle_rss} MB · peak RSS ${loaded_peak} MB · binary ${size_mb} MB"
 mv bench/RESULTS.md.new bench/RESULTS.md.run
 echo "raw results: bench/RESULTS.md.run (bench/RESULTS.md adds the notes)"

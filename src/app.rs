@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::error::{AppResult, ErrorBody, write_error};
 use crate::events::EventBus;
+use crate::http::Json;
 use crate::http::rate_limit::{Limiter, general_limit};
 use crate::http::{InjectState, RequireRole, auth, guard, sse};
 use crate::store::{Store, Tx};

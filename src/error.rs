@@ -91,7 +91,7 @@ impl ErrorBody {
 /// Writes an error response; also used by the catcher for errors raised outside handlers.
 pub fn write_error(res: &mut Response, status: StatusCode, body: &ErrorBody) {
     res.status_code(status);
-    res.render(Json(body));
+    res.render(crate::http::Json(body));
 }
 
 #[async_trait]

@@ -12,6 +12,7 @@ use super::eval::{Report, evaluate_all};
 use super::{Rule, check_rule, store};
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::extract::parse_object;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
 use crate::http::{IdBody, Success};

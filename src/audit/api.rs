@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::AuditEvent;
 use super::store::{self, Filter};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::extract::query_opt;
 use crate::http::{Page, RequireRole, app};
 use crate::users::Role;

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::{Backup, BackupActor, backups_dir, create_backup};
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::users::Role;

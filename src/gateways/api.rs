@@ -12,6 +12,7 @@ use super::{DEFAULT_PORT, Gateway, GatewayRecord, STATUSES, client, store, valid
 use crate::app::AppState;
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
 use crate::http::{IdBody, Success};
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::client::GatewaySession;
+use crate::http::Json;
 use crate::store::now_secs;
 
 struct SimSession {

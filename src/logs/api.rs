@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::store::{self, NewLog};
 use super::{Filter, LEVELS, LogEntry, effective_source, file_entries, merge, sources};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::extract::query_opt;
 use crate::http::{Page, RequireRole, app, json_body};
 use crate::store::{StoreError, now_millis};

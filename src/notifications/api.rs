@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::Notification;
 use super::store::{self, Filter};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::extract::query_opt;
 use crate::http::{Page, Principal, RequireRole, app, json_body, require_principal};
 use crate::store::now_secs;

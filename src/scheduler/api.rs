@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{JobId, TaskStatus, Trigger};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::{RequireRole, app, json_body, require_principal};
 use crate::users::Role;
 

@@ -14,6 +14,7 @@ use super::{ControlState, Session, collapse, format_age, format_tokens};
 use crate::app::AppState;
 use crate::error::{AppError, AppResult};
 use crate::gateways::{GatewayRecord, client};
+use crate::http::Json;
 use crate::http::extract::query_opt;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
 use crate::http::{RequireRole, app, json_body};

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::{Key, Setting, StoredSetting, store, validate};
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_secs;
 use crate::users::Role;

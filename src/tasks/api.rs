@@ -15,6 +15,7 @@ use super::{
     check_tags, check_text, check_title, normalize_assignee,
 };
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::Success;
 use crate::http::extract::optional_json_body;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
@@ -58,7 +59,7 @@ pub async fn list(req: &mut Request, depot: &mut Depot) -> AppResult<Json<TaskPa
     check_status(&mut p, filter.status.as_deref());
     check_priority(&mut p, filter.priority.as_deref());
     p.finish()?;
-    let (tasks, total) = state.store.read(move |tx| store::list(tx, &filter, page.limit, page.offset)).await?;
+    let (tasks, total) = state.store.read_now(|tx| store::list(tx, &filter, page.limit, page.offset))?;
     Ok(Json(TaskPage { tasks, total, page: page.page(), limit: page.limit }))
 }
 
@@ -129,7 +130,7 @@ pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Task
 pub async fn get(req: &mut Request, depot: &mut Depot) -> AppResult<Json<TaskEnvelope>> {
     let state = app(depot)?;
     let id = path_id(req, "id")?;
-    let task = state.store.read(move |tx| store::get_task(tx, id)).await?.ok_or_else(|| not_found(id))?;
+    let task = state.store.read_now(|tx| store::get_task(tx, id))?.ok_or_else(|| not_found(id))?;
     Ok(Json(TaskEnvelope { task }))
 }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::rules::{self, Actor, ReviewInput};
 use super::{Problems, Review, store};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::extract::query_opt;
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::users::Role;

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::app::AppState;
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::{Page, RequireRole, app, json_body};
 use crate::store::StoreError;
 use crate::tasks::Problems;

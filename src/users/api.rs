@@ -18,6 +18,7 @@ use crate::app::AppState;
 use crate::audit::{self, Entry};
 use crate::config::SameSite;
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::auth::SESSION_COOKIE;
 use crate::http::rate_limit::unix_now;
 use crate::http::{IdBody, Success};

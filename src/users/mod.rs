@@ -264,7 +264,7 @@ pub async fn session_principal(state: &AppState, token: &str) -> AppResult<Optio
     let hash = token_hash(token);
     state
         .store
-        .read(move |tx| {
+        .read_now(|tx| {
             let Some(session) = store::find_session(tx, &hash)? else { return Ok(None) };
             if session.expires_at <= now_secs() {
                 return Ok(None);
@@ -276,7 +276,6 @@ pub async fn session_principal(state: &AppState, token: &str) -> AppResult<Optio
                 session_hash: Some(hash),
             }))
         })
-        .await
         .map_err(AppError::from)
 }
 

@@ -12,6 +12,7 @@ use super::{DeliveryView, NewWebhook, Webhook, check_events, check_name, check_u
 use crate::app::AppState;
 use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::extract::query_opt;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
 use crate::http::{IdBody, Success};

@@ -9,6 +9,8 @@ async fn healthz_answers_without_auth() {
     let reply = app.get("/healthz", &Auth::None).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.body, json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}));
+    assert_eq!(reply.header("content-type"), Some("application/json; charset=utf-8"));
+    assert_eq!(reply.header("content-length"), Some(reply.text.len().to_string().as_str()), "one body, sized");
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use super::super::{AgentChanges, AgentStatus, NewAgent, rules, store};
 use crate::app::AppState;
 use crate::error::{AppError, AppResult};
 use crate::gateways::{GatewayRecord, client};
+use crate::http::Json;
 use crate::http::{app, client_ip, require_principal};
 
 /// The gateway an agent's config prefers (`preferred_gateway`, e.g. from `gateway_config`), else the primary.

@@ -11,6 +11,7 @@ use crate::agents::{
     AgentMessage, Checks, non_empty, store, uuid_v4, validate_message_type, validate_name, validate_role,
 };
 use crate::error::AppResult;
+use crate::http::Json;
 use crate::http::extract::query_opt;
 use crate::http::{app, client_ip, json_body, require_principal};
 

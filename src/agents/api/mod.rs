@@ -18,6 +18,7 @@ use super::{
     template_defaults, validate_config, validate_name, validate_role,
 };
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::Success;
 use crate::http::extract::query_opt;
 use crate::http::{Page, RequireRole, app, client_ip, json_body, require_principal};
@@ -84,7 +85,7 @@ pub async fn list(req: &mut Request, depot: &mut Depot) -> AppResult<Json<AgentL
         .map_err(|d| AppError::Validation(vec![d]))?;
     let role = query_opt::<String>(req, "role", "must be a string")?;
     let filter = store::Filter { status, role };
-    let (agents, total) = state.store.read(move |tx| store::list(tx, &filter, page.limit, page.offset)).await?;
+    let (agents, total) = state.store.read_now(|tx| store::list(tx, &filter, page.limit, page.offset))?;
     let agents = views(&state, agents).await?;
     Ok(Json(AgentList { agents, total, page: page.page(), limit: page.limit }))
 }
@@ -157,7 +158,7 @@ pub async fn create(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Agen
 pub async fn show(req: &mut Request, depot: &mut Depot) -> AppResult<Json<AgentEnvelope>> {
     let state = app(depot)?;
     let key = key_of(req);
-    let agent = state.store.read(move |tx| store::resolve(tx, &key)).await?.ok_or_else(rules::not_found)?;
+    let agent = state.store.read_now(|tx| store::resolve(tx, &key))?.ok_or_else(rules::not_found)?;
     Ok(Json(AgentEnvelope { agent: one_view(&state, agent).await? }))
 }
 

@@ -12,6 +12,7 @@ use crate::agents::{
     validate_memory, workspace,
 };
 use crate::error::{AppError, AppResult};
+use crate::http::Json;
 use crate::http::Success;
 use crate::http::extract::optional_json_body;
 use crate::http::{app, json_body, require_principal};
