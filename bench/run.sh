@@ -13,7 +13,7 @@ ulimit -n 65536 2>/dev/null || true
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 echo "== release build"
 cargo build --release --locked --bin opsdeck 2>&1 | tail -1
-cargo bench --locked --no-run 2>&1 | tail -1 # the SSE client and the token-stats bench, built before any timing
+cargo bench --locked --no-run --bench sse_fanout --bench tokens_stats 2>&1 | tail -1 # the SSE client and the token-stats bench, built before any timing
 BIN="${CARGO_TARGET_DIR:-$root/target}/release/opsdeck"
 
 data=$(mktemp -d)

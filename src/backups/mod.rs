@@ -338,7 +338,73 @@ pub fn restore_file(src: &Path, db_path: &Path) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use redb::ReadableDatabase;
+
     use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// A backup holds exactly the rows of its source snapshot, in every table, and verifies.
+        #[test]
+        fn a_backup_equals_its_source(
+            titles in proptest::collection::vec("[a-z ]{1,12}", 0..40),
+            comments in proptest::collection::vec((any::<prop::sample::Index>(), ".{0,40}"), 0..20),
+            removed in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = crate::store::Store::open(&dir.path().join("svc.db")).unwrap();
+            let txn = store.database().begin_write().unwrap();
+            let mut tx = crate::store::Tx { txn, events: Vec::new(), queued_deliveries: false };
+            let mut tasks = Vec::new();
+            for title in &titles {
+                let id = crate::tasks::store::new_task_id(&tx.txn).unwrap();
+                let task = crate::tasks::Task {
+                    id,
+                    title: title.clone(),
+                    description: String::new(),
+                    status: "inbox".into(),
+                    priority: "medium".into(),
+                    assigned_to: None,
+                    created_by: "test".into(),
+                    due_date: None,
+                    estimated_hours: Some(id as f64 / 3.0),
+                    tags: vec![title.clone()],
+                    metadata: serde_json::json!({"n": id}),
+                    created_at: id as i64,
+                    updated_at: id as i64,
+                };
+                crate::tasks::store::insert(&tx.txn, &task).unwrap();
+                let entry = crate::audit::Entry::system("task_created", serde_json::json!({"id": id}));
+                crate::audit::record(&mut tx, entry).unwrap();
+                tasks.push(task);
+            }
+            for (pick, text) in &comments {
+                if !tasks.is_empty() {
+                    crate::tasks::store::insert_comment(&tx.txn, tasks[pick.index(tasks.len())].id, "ada", text).unwrap();
+                }
+            }
+            for pick in &removed {
+                if !tasks.is_empty() {
+                    let task = tasks.remove(pick.index(tasks.len()));
+                    crate::tasks::store::delete(&tx.txn, &task).unwrap();
+                }
+            }
+            tx.txn.commit().unwrap();
+
+            let source = store.database().begin_read().unwrap();
+            let dest = dir.path().join("backups").join("svc-backup-test.db");
+            fs::create_dir_all(dest.parent().unwrap()).unwrap();
+            snapshot(&source, &dest).unwrap();
+            let copy = Database::open(&dest).unwrap();
+            let copied = copy.begin_read().unwrap();
+            prop_assert_eq!(schema::dump_all(&copied).unwrap(), schema::dump_all(&source).unwrap());
+            prop_assert_eq!(schema::check_all(&copied).unwrap(), schema::check_all(&source).unwrap());
+            drop((copied, copy));
+            prop_assert!(verify(&dest).is_ok());
+        }
+    }
 
     #[test]
     fn names() {

@@ -33,6 +33,27 @@ macro_rules! tables {
             Ok(rows)
         }
 
+        /// Every row of every table as raw bytes, to compare two databases in tests.
+        #[cfg(test)]
+        #[allow(clippy::type_complexity)]
+        pub fn dump_all(src: &ReadTransaction) -> Result<Vec<(&'static str, Vec<(Vec<u8>, Vec<u8>)>)>, redb::Error> {
+            use redb::{ReadableTable, Value};
+            let mut out = Vec::new();
+            $(
+                {
+                    let mut rows = Vec::new();
+                    for row in src.open_table($name)?.iter()? {
+                        let (k, v) = row?;
+                        let (key, value) = (k.value(), v.value());
+                        let (key, value) = (<$k as Value>::as_bytes(&key), <$v as Value>::as_bytes(&value));
+                        rows.push((AsRef::<[u8]>::as_ref(&key).to_vec(), AsRef::<[u8]>::as_ref(&value).to_vec()));
+                    }
+                    out.push(($s, rows));
+                }
+            )*
+            Ok(out)
+        }
+
         /// Copies every table of a read snapshot into another database's write transaction.
         pub fn copy_all(src: &ReadTransaction, dst: &WriteTransaction) -> Result<(), redb::Error> {
             use redb::ReadableTable;

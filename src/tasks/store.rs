@@ -275,3 +275,91 @@ pub fn is_approved(tx: &WriteTransaction, task_id: u64, reviewer: &str) -> Resul
     }
     Ok(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use redb::ReadableDatabase;
+
+    use super::*;
+    use crate::store::Store;
+    use crate::tasks::{PRIORITIES, STATUSES};
+
+    const AGENTS: [&str; 3] = ["ada", "bob", "cy"];
+
+    fn task(id: u64, status: usize, priority: usize, agent: usize) -> Task {
+        Task {
+            id,
+            title: format!("task {id}"),
+            description: String::new(),
+            status: STATUSES[status].into(),
+            priority: PRIORITIES[priority].into(),
+            assigned_to: AGENTS.get(agent).map(|a| a.to_string()),
+            created_by: "test".into(),
+            due_date: None,
+            estimated_hours: None,
+            tags: Vec::new(),
+            metadata: serde_json::Value::Null,
+            created_at: id as i64,
+            updated_at: id as i64,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Every filter combination and page, from the indexes, equals filtering a full scan (newest first),
+        /// also after updates and deletes moved tasks between index entries.
+        #[test]
+        fn list_pages_equal_a_filtered_scan(
+            specs in proptest::collection::vec((0..5usize, 0..4usize, 0..4usize), 0..70),
+            changes in proptest::collection::vec((any::<prop::sample::Index>(), 0..5usize, 0..4usize, any::<bool>()), 0..12),
+            status in proptest::option::of(0..5usize),
+            priority in proptest::option::of(0..4usize),
+            agent in proptest::option::of(0..3usize),
+            limit in 1usize..25,
+            offset in 0usize..80,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(&dir.path().join("t.db")).unwrap();
+            let txn = store.database().begin_write().unwrap();
+            let mut all = Vec::new();
+            for &(s, p, a) in &specs {
+                let t = task(new_task_id(&txn).unwrap(), s, p, a);
+                insert(&txn, &t).unwrap();
+                all.push(t);
+            }
+            for (pick, s, a, remove) in &changes {
+                if all.is_empty() {
+                    break;
+                }
+                let i = pick.index(all.len());
+                if *remove {
+                    delete(&txn, &all.remove(i)).unwrap();
+                } else {
+                    let old = all[i].clone();
+                    all[i] = task(old.id, *s, PRIORITIES.iter().position(|p| *p == old.priority).unwrap(), *a);
+                    update(&txn, &old, &all[i]).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+
+            let filter = Filter {
+                status: status.map(|s| STATUSES[s].to_string()),
+                assigned_to: agent.map(|a| AGENTS[a].to_string()),
+                priority: priority.map(|p| PRIORITIES[p].to_string()),
+            };
+            let matching: Vec<&Task> = all
+                .iter()
+                .rev()
+                .filter(|t| filter.status.as_ref().is_none_or(|s| &t.status == s))
+                .filter(|t| filter.priority.as_ref().is_none_or(|p| &t.priority == p))
+                .filter(|t| filter.assigned_to.is_none() || t.assigned_to == filter.assigned_to)
+                .collect();
+            let want: Vec<u64> = matching.iter().skip(offset).take(limit).map(|t| t.id).collect();
+            let (page, total) = list(&store.database().begin_read().unwrap(), &filter, limit, offset).unwrap();
+            prop_assert_eq!(page.iter().map(|t| t.id).collect::<Vec<_>>(), want);
+            prop_assert_eq!(total, matching.len());
+        }
+    }
+}
