@@ -8,7 +8,10 @@ mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
-use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
+use redb::{
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    WriteTransaction,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -184,6 +187,45 @@ pub fn get<T: DeserializeOwned>(
         Some(v) => Ok(Some(decode(v.value())?)),
         None => Ok(None),
     }
+}
+
+/// A `(key, id) → ()` index over a record table, such as tasks by status.
+pub type KeyIndex = TableDefinition<'static, (&'static str, u64), ()>;
+
+/// One page of a record table, newest (highest id) first, with the table's length as the total: only the
+/// page is decoded.
+pub fn newest_page<T: DeserializeOwned>(
+    tx: &ReadTransaction,
+    records: Records,
+    limit: usize,
+    offset: usize,
+) -> Result<(Vec<T>, usize), StoreError> {
+    let table = tx.open_table(records)?;
+    let total = table.len()? as usize;
+    let page = table.iter()?.rev().skip(offset).take(limit).map(|r| decode(r?.1.value())).collect::<Result<_, _>>()?;
+    Ok((page, total))
+}
+
+/// One page of the records under `key` of a [`KeyIndex`], newest first, with the number of index entries
+/// under `key` as the total: the entries are counted, only the page is decoded.
+pub fn newest_page_by_key<T: DeserializeOwned>(
+    tx: &ReadTransaction,
+    index: KeyIndex,
+    records: Records,
+    key: &str,
+    limit: usize,
+    offset: usize,
+) -> Result<(Vec<T>, usize), StoreError> {
+    let (index, table) = (tx.open_table(index)?, tx.open_table(records)?);
+    let range = || index.range((key, 0)..=(key, u64::MAX));
+    let total = range()?.count();
+    let mut page = Vec::with_capacity(limit.min(total));
+    for row in range()?.rev().skip(offset).take(limit) {
+        if let Some(record) = get(&table, row?.0.value().1)? {
+            page.push(record);
+        }
+    }
+    Ok((page, total))
 }
 
 /// Retention walks stop after this many records in a row inside the retention window: ids grow with

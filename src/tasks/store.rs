@@ -1,14 +1,14 @@
 //! Repository functions for tasks, comments, subscriptions and quality reviews. A task and all of its
 //! index entries change together in the caller's write transaction.
 
-use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 
 use super::{Comment, Review, Task, TaskStats};
 use crate::store::schema::{
     QUALITY_REVIEWS, QUALITY_REVIEWS_BY_TASK, TASK_COMMENTS, TASK_COMMENTS_BY_TASK, TASK_SUBSCRIPTIONS, TASKS,
     TASKS_BY_ASSIGNEE, TASKS_BY_PRIORITY, TASKS_BY_STATUS, TASKS_BY_TITLE,
 };
-use crate::store::{StoreError, decode, get, next_id, put};
+use crate::store::{StoreError, get, newest_page, newest_page_by_key, next_id, put};
 
 fn title_key(title: &str) -> String {
     title.trim().to_lowercase()
@@ -102,32 +102,14 @@ pub struct Filter {
 /// Tasks matching the filter, newest first, paged, with the total. Served from the narrowest index;
 /// records are decoded only for the page, or to check a second filter.
 pub fn list(tx: &ReadTransaction, f: &Filter, limit: usize, offset: usize) -> Result<(Vec<Task>, usize), StoreError> {
-    let tasks = tx.open_table(TASKS)?;
-    // Hot paths: no filter (the table's length is the total) or one status/priority filter (count the
-    // index keys, decode only the page).
-    let single = match (&f.assigned_to, &f.status, &f.priority) {
-        (None, None, None) => {
-            let total = tasks.len()? as usize;
-            let rows = tasks.iter()?.rev().skip(offset).take(limit);
-            let page = rows.map(|r| decode::<Task>(r?.1.value())).collect::<Result<_, _>>()?;
-            return Ok((page, total));
-        }
-        (None, Some(s), None) => Some((TASKS_BY_STATUS, s)),
-        (None, None, Some(p)) => Some((TASKS_BY_PRIORITY, p)),
-        _ => None,
-    };
-    if let Some((definition, key)) = single {
-        let index = tx.open_table(definition)?;
-        let range = || index.range((key.as_str(), 0)..=(key.as_str(), u64::MAX));
-        let total = range()?.count();
-        let mut page = Vec::with_capacity(limit.min(total));
-        for row in range()?.rev().skip(offset).take(limit) {
-            if let Some(task) = get::<Task>(&tasks, row?.0.value().1)? {
-                page.push(task);
-            }
-        }
-        return Ok((page, total));
+    // Hot paths: no filter, or one status/priority filter alone: only the page is decoded.
+    match (&f.assigned_to, &f.status, &f.priority) {
+        (None, None, None) => return newest_page(tx, TASKS, limit, offset),
+        (None, Some(s), None) => return newest_page_by_key(tx, TASKS_BY_STATUS, TASKS, s, limit, offset),
+        (None, None, Some(p)) => return newest_page_by_key(tx, TASKS_BY_PRIORITY, TASKS, p, limit, offset),
+        _ => {}
     }
+    let tasks = tx.open_table(TASKS)?;
     let (ids, checked): (Vec<u64>, bool) = if let Some(agent) = &f.assigned_to {
         let index = tx.open_table(TASKS_BY_ASSIGNEE)?;
         let rows: Vec<(String, u64)> = match &f.status {
