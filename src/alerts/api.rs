@@ -15,7 +15,7 @@ use crate::error::{AppError, AppResult};
 use crate::http::Json;
 use crate::http::extract::parse_object;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
-use crate::http::{IdBody, Success};
+use crate::http::{IdBody, Success, delete_by_id};
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_secs;
 use crate::tasks::Problems;
@@ -191,20 +191,14 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Rule
 /// Delete a rule. Admin.
 #[endpoint(tags("alerts"), request_body = IdBody)]
 pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
-    let state = app(depot)?;
-    let who = require_principal(depot)?;
-    let ip = client_ip(depot);
-    let IdBody { id } = json_body(req).await?;
-    state
-        .write(move |tx| {
-            if !store::delete(tx, id)? {
-                return Err(not_found());
-            }
-            audit::record(tx, Entry::by(&who, ip, "alert_deleted", json!({"id": id})))?;
-            Ok(())
-        })
-        .await?;
-    Ok(Json(Success::ok()))
+    delete_by_id(req, depot, |tx, id, who, ip| {
+        if !store::delete(tx, id)? {
+            return Err(not_found());
+        }
+        audit::record(tx, Entry::by(who, ip, "alert_deleted", json!({"id": id})))?;
+        Ok(())
+    })
+    .await
 }
 
 pub fn router() -> Router {

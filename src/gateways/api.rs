@@ -14,7 +14,7 @@ use crate::audit::{self, Entry};
 use crate::error::{AppError, AppResult};
 use crate::http::Json;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
-use crate::http::{IdBody, Success};
+use crate::http::{IdBody, Success, delete_by_id};
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_secs;
 use crate::tasks::Problems;
@@ -201,22 +201,16 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Gate
 /// Remove a gateway; the primary gateway cannot be deleted.
 #[endpoint(tags("gateways"), request_body = IdBody)]
 pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
-    let state = app(depot)?;
-    let who = require_principal(depot)?;
-    let ip = client_ip(depot);
-    let IdBody { id } = json_body(req).await?;
-    state
-        .write(move |tx| {
-            let g = store::get_w(tx, id)?.ok_or_else(not_found)?;
-            if g.is_primary {
-                return Err(AppError::BadRequest("The primary gateway cannot be deleted".into()));
-            }
-            store::delete(tx, &g)?;
-            audit::record(tx, Entry::by(&who, ip, "gateway_deleted", json!({"id": id, "name": g.name})))?;
-            Ok(())
-        })
-        .await?;
-    Ok(Json(Success::ok()))
+    delete_by_id(req, depot, |tx, id, who, ip| {
+        let g = store::get_w(tx, id)?.ok_or_else(not_found)?;
+        if g.is_primary {
+            return Err(AppError::BadRequest("The primary gateway cannot be deleted".into()));
+        }
+        store::delete(tx, &g)?;
+        audit::record(tx, Entry::by(who, ip, "gateway_deleted", json!({"id": id, "name": g.name})))?;
+        Ok(())
+    })
+    .await
 }
 
 #[derive(Serialize, ToSchema)]

@@ -1,15 +1,35 @@
 //! Request and response bodies shared by many routes.
 
+use std::net::IpAddr;
+
 use salvo::http::header::CONTENT_TYPE;
 use salvo::http::{HeaderValue, ResBody, StatusCode};
 use salvo::prelude::*;
 use salvo_oapi::{Components, EndpointOutRegister, Operation, ToSchema};
 use serde::{Deserialize, Serialize};
 
+use super::Principal;
+use crate::error::AppResult;
+use crate::store::Tx;
+
 /// `{id}`: the body of the delete-by-id (and test/retry-by-id) routes.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct IdBody {
     pub id: u64,
+}
+
+/// The delete-by-id routes: reads `{id}`, runs `remove` (which deletes and audits, or fails with a 404) in
+/// one write transaction with the caller and their IP, answers `{success: true}`.
+pub async fn delete_by_id<F>(req: &mut Request, depot: &Depot, remove: F) -> AppResult<Json<Success>>
+where
+    F: FnOnce(&mut Tx, u64, &Principal, IpAddr) -> AppResult<()> + Send + 'static,
+{
+    let state = super::app(depot)?;
+    let who = super::require_principal(depot)?;
+    let ip = super::client_ip(depot);
+    let IdBody { id } = super::json_body(req).await?;
+    state.write(move |tx| remove(tx, id, &who, ip)).await?;
+    Ok(Json(Success::ok()))
 }
 
 /// `{success: true}`.

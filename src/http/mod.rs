@@ -14,7 +14,7 @@ use std::sync::Arc;
 use salvo::prelude::*;
 
 pub use auth::{Principal, RequireRole, principal, require_principal};
-pub use body::{IdBody, Json, Success};
+pub use body::{IdBody, Json, Success, delete_by_id};
 pub use extract::{Page, json_body, path_id};
 
 use crate::app::AppState;

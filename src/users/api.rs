@@ -21,7 +21,7 @@ use crate::error::{AppError, AppResult};
 use crate::http::Json;
 use crate::http::auth::SESSION_COOKIE;
 use crate::http::rate_limit::unix_now;
-use crate::http::{IdBody, Success};
+use crate::http::{IdBody, Success, delete_by_id};
 use crate::http::{RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_secs;
 
@@ -338,25 +338,19 @@ pub async fn update_user(req: &mut Request, depot: &mut Depot) -> AppResult<Json
 /// Delete a user; their sessions end at once. Admin.
 #[endpoint(tags("users"), request_body = IdBody)]
 pub async fn delete_user(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
-    let state = app(depot)?;
-    let who = require_principal(depot)?;
-    let ip = client_ip(depot);
-    let IdBody { id } = json_body(req).await?;
-    if id == who.id {
-        return Err(AppError::BadRequest("Cannot delete your own account".into()));
-    }
-    state
-        .write(move |tx| {
-            let user = store::get_user_w(tx, id)?.ok_or_else(|| AppError::NotFound("User not found".into()))?;
-            if user.role == Role::Admin && store::count_admins(tx)? <= 1 {
-                return Err(AppError::BadRequest("Cannot remove the last admin".into()));
-            }
-            store::delete_user(tx, &user)?;
-            audit::record(tx, Entry::by(&who, ip, "user_deleted", json!({"id": user.id, "username": user.username})))?;
-            Ok(())
-        })
-        .await?;
-    Ok(Json(Success::ok()))
+    delete_by_id(req, depot, |tx, id, who, ip| {
+        if id == who.id {
+            return Err(AppError::BadRequest("Cannot delete your own account".into()));
+        }
+        let user = store::get_user_w(tx, id)?.ok_or_else(|| AppError::NotFound("User not found".into()))?;
+        if user.role == Role::Admin && store::count_admins(tx)? <= 1 {
+            return Err(AppError::BadRequest("Cannot remove the last admin".into()));
+        }
+        store::delete_user(tx, &user)?;
+        audit::record(tx, Entry::by(who, ip, "user_deleted", json!({"id": user.id, "username": user.username})))?;
+        Ok(())
+    })
+    .await
 }
 
 #[derive(Serialize, ToSchema)]

@@ -15,7 +15,7 @@ use crate::error::{AppError, AppResult};
 use crate::http::Json;
 use crate::http::extract::query_opt;
 use crate::http::rate_limit::{KeyBy, RouteLimit};
-use crate::http::{IdBody, Success};
+use crate::http::{IdBody, Success, delete_by_id};
 use crate::http::{Page, RequireRole, app, client_ip, json_body, require_principal};
 use crate::store::now_millis;
 use crate::tasks::Problems;
@@ -180,19 +180,13 @@ pub async fn update(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Webh
 /// Delete a webhook and its deliveries.
 #[endpoint(tags("webhooks"), request_body = IdBody)]
 pub async fn delete(req: &mut Request, depot: &mut Depot) -> AppResult<Json<Success>> {
-    let state = app(depot)?;
-    let who = require_principal(depot)?;
-    let ip = client_ip(depot);
-    let IdBody { id } = json_body(req).await?;
-    state
-        .write(move |tx| {
-            let hook = store::get_hook(tx, id)?.ok_or_else(not_found)?;
-            store::delete_hook(tx, id)?;
-            audit::record(tx, Entry::by(&who, ip, "webhook_deleted", json!({"id": id, "name": hook.name})))?;
-            Ok(())
-        })
-        .await?;
-    Ok(Json(Success::ok()))
+    delete_by_id(req, depot, |tx, id, who, ip| {
+        let hook = store::get_hook(tx, id)?.ok_or_else(not_found)?;
+        store::delete_hook(tx, id)?;
+        audit::record(tx, Entry::by(who, ip, "webhook_deleted", json!({"id": id, "name": hook.name})))?;
+        Ok(())
+    })
+    .await
 }
 
 #[derive(Serialize, ToSchema)]
